@@ -31,7 +31,9 @@ type Sandbox interface {
 	// (ErrCommandNotFound, ErrClosed, a broken channel to the sandbox).
 	Run(ctx context.Context, cmd Cmd) (ExitStatus, error)
 	// ReadFile, WriteFile, ReadDir and Stat act on the sandbox's filesystem
-	// with root's permissions, at absolute paths inside the sandbox.
+	// with root's permissions, at absolute paths inside the sandbox. Files
+	// WriteFile creates belong to the spec's default user; a write replaces
+	// the file whole or not at all.
 	ReadFile(ctx context.Context, path string) ([]byte, error)
 	WriteFile(ctx context.Context, path string, data []byte, perm fs.FileMode) error
 	ReadDir(ctx context.Context, path string) ([]FileInfo, error)
@@ -62,6 +64,14 @@ type Spec struct {
 	Dir     string  `json:"dir,omitempty"`
 	Limits  Limits  `json:"limits"`
 	Network Network `json:"network,omitempty"`
+	// Keep lets the sandbox outlive the process that created it; it then
+	// runs until closed (for example by "verisim sandbox rm"). Otherwise it
+	// dies with its creator and GC removes what is left.
+	Keep bool `json:"keep,omitempty"`
+	// OwnedLayers are layers made for this sandbox alone (say, a workspace
+	// cloned for one run); they are deleted with it, or with the last
+	// snapshot taken of it.
+	OwnedLayers []string `json:"owned_layers,omitempty"`
 	// Labels are free-form metadata kept with the sandbox on the host side;
 	// they never appear inside the sandbox.
 	Labels map[string]string `json:"labels,omitempty"`
@@ -164,3 +174,35 @@ var (
 	ErrSnapshotNotFound = errors.New("no such snapshot")
 	ErrUnsupported      = errors.New("not supported by this backend")
 )
+
+// Manager is implemented by backends whose sandboxes outlive the process
+// that created them (Spec.Keep): other processes can list, reattach and
+// clean up.
+type Manager interface {
+	// List returns the sandboxes the backend knows of on this host.
+	List(ctx context.Context) ([]Info, error)
+	// Open reattaches to a running sandbox by id.
+	Open(ctx context.Context, id string) (Sandbox, error)
+	// GC removes everything that crashed processes left behind.
+	GC(ctx context.Context) (GCReport, error)
+}
+
+// Info describes a sandbox for listings.
+type Info struct {
+	ID      string            `json:"id"`
+	State   string            `json:"state"` // running, stopped, broken
+	Created time.Time         `json:"created"`
+	Keep    bool              `json:"keep"`
+	PID     int               `json:"pid,omitempty"`
+	Labels  map[string]string `json:"labels,omitempty"`
+}
+
+// GCReport counts what GC removed.
+type GCReport struct {
+	Sandboxes int      `json:"sandboxes"`
+	Processes int      `json:"processes"`
+	Cgroups   int      `json:"cgroups"`
+	Dirs      int      `json:"dirs"`
+	Snapshots int      `json:"snapshots"`
+	Errors    []string `json:"errors,omitempty"`
+}

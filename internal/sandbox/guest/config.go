@@ -1,0 +1,42 @@
+package guest
+
+// Config is what the host tells the init before it builds the sandbox. It is
+// JSON on descriptor FDConfig.
+type Config struct {
+	// Layers are lower directories named relative to the init's working
+	// directory, topmost first. Relative names keep host paths out of the
+	// sandbox's /proc/self/mountinfo.
+	Layers []string `json:"layers"`
+	// DiskBytes sizes the writable layer's tmpfs (0: the kernel default).
+	DiskBytes int64 `json:"disk_bytes,omitempty"`
+	// Hostname of the sandbox.
+	Hostname string `json:"hostname,omitempty"`
+	// Binds are host paths mounted inside after the root is built.
+	Binds []Bind `json:"binds,omitempty"`
+	// Lifeline makes the init exit when descriptor FDLifeline reaches EOF,
+	// that is when the process that created the sandbox is gone.
+	Lifeline bool `json:"lifeline,omitempty"`
+	// NewCgroupNS makes the init enter a new cgroup namespace once the host
+	// has placed it in the sandbox's cgroups, so that the sandbox sees its
+	// cgroup as "/".
+	NewCgroupNS bool `json:"new_cgroup_ns,omitempty"`
+}
+
+// Bind is a host path mounted inside the sandbox.
+type Bind struct {
+	Source   string `json:"source"`
+	Target   string `json:"target"`
+	ReadOnly bool   `json:"read_only"`
+}
+
+// Descriptors the host passes to the init, in this order.
+const (
+	FDConfig   = 3 // read: Config as JSON, then EOF
+	FDStatus   = 4 // write: "ok\n" when serving, or one line of error
+	FDListener = 5 // a listening stream socket to serve wire requests on
+	FDLifeline = 6 // read: EOF when the creator dies (with Config.Lifeline)
+)
+
+// EnvMarker is set in the init's environment by the host to say "run as the
+// guest init". The init clears its environment before it starts anything.
+const EnvMarker = "VERISIM_GUEST_INIT"

@@ -1,0 +1,586 @@
+package guest
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/verisim/verisim/internal/sandbox/wire"
+)
+
+// outputGrace is how long a command's output is still read after it exits,
+// for descendants that keep its stdout open (a daemon started with `&`).
+const outputGrace = 200 * time.Millisecond
+
+const defaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+type server struct {
+	mu sync.Mutex
+	// waiting maps the pid of a command to where its wait status goes.
+	waiting map[int]chan unix.WaitStatus
+	// early keeps statuses of commands reaped before they were registered.
+	early map[int]unix.WaitStatus
+}
+
+func newServer() *server {
+	return &server{waiting: map[int]chan unix.WaitStatus{}, early: map[int]unix.WaitStatus{}}
+}
+
+// reap collects every child and orphan of PID 1.
+func (s *server) reap(sigs <-chan os.Signal) {
+	for range sigs {
+		for {
+			var ws unix.WaitStatus
+			pid, err := unix.Wait4(-1, &ws, unix.WNOHANG, nil)
+			if err == unix.EINTR {
+				continue
+			}
+			if pid <= 0 || err != nil {
+				break
+			}
+			s.mu.Lock()
+			if ch, ok := s.waiting[pid]; ok {
+				delete(s.waiting, pid)
+				ch <- ws
+			} else {
+				s.early[pid] = ws
+			}
+			s.mu.Unlock()
+		}
+	}
+}
+
+func (s *server) serve(ln net.Listener) {
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			continue
+		}
+		go s.handle(c)
+	}
+}
+
+func (s *server) handle(nc net.Conn) {
+	defer nc.Close()
+	c := wire.NewConn(nc)
+	var req wire.Request
+	if err := c.ReadJSON(wire.TypeRequest, &req); err != nil {
+		return
+	}
+	switch req.Op {
+	case wire.OpExec:
+		s.exec(c, &req)
+	case wire.OpRead:
+		readFile(c, &req)
+	case wire.OpWrite:
+		writeFile(c, &req)
+	case wire.OpReadDir, wire.OpStat:
+		statFiles(c, &req)
+	case wire.OpPing:
+		_ = c.WriteJSON(wire.TypeResponse, wire.Response{})
+	case wire.OpShutdown:
+		_ = c.WriteJSON(wire.TypeResponse, wire.Response{})
+		nc.Close()
+		os.Exit(0)
+	default:
+		respondErr(c, &wire.Error{Code: wire.CodeInvalid, Message: fmt.Sprintf("unknown op %q", req.Op)})
+	}
+}
+
+func respondErr(c *wire.Conn, e *wire.Error) {
+	_ = c.WriteJSON(wire.TypeResponse, wire.Response{Error: e})
+}
+
+// wireErr gives a filesystem error its stable code.
+func wireErr(err error) *wire.Error {
+	code := wire.CodeInternal
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		code = wire.CodeNotFound
+	case errors.Is(err, fs.ErrExist):
+		code = wire.CodeExists
+	case errors.Is(err, fs.ErrPermission):
+		code = wire.CodePermission
+	case errors.Is(err, syscall.ENOTDIR):
+		code = wire.CodeNotDir
+	case errors.Is(err, syscall.EISDIR):
+		code = wire.CodeIsDir
+	case errors.Is(err, syscall.ENOSPC):
+		code = "no_space"
+	}
+	return &wire.Error{Code: code, Message: err.Error()}
+}
+
+// lookPath finds a command the way a shell would with the command's PATH.
+func lookPath(name string, env []string, dir string) (string, error) {
+	if strings.Contains(name, "/") {
+		p := name
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(dir, p)
+		}
+		if isExecutable(p) {
+			return p, nil
+		}
+		return "", fmt.Errorf("%s: no such executable", name)
+	}
+	path := defaultPath
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+			path = v
+		}
+	}
+	for _, d := range filepath.SplitList(path) {
+		if d == "" {
+			d = "."
+		}
+		p := filepath.Join(d, name)
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(dir, p)
+		}
+		if isExecutable(p) {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("%s: command not found", name)
+}
+
+func isExecutable(p string) bool {
+	var st unix.Stat_t
+	if err := unix.Stat(p, &st); err != nil {
+		return false
+	}
+	return st.Mode&unix.S_IFMT != unix.S_IFDIR && st.Mode&0o111 != 0
+}
+
+func (s *server) exec(c *wire.Conn, req *wire.Request) {
+	if len(req.Args) == 0 {
+		respondErr(c, &wire.Error{Code: wire.CodeInvalid, Message: "empty command"})
+		return
+	}
+	dir := req.Dir
+	if dir == "" {
+		dir = "/"
+	}
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		respondErr(c, &wire.Error{Code: wire.CodeNotFound, Message: fmt.Sprintf("working directory %s does not exist", dir)})
+		return
+	}
+	path, err := lookPath(req.Args[0], req.Env, dir)
+	if err != nil {
+		respondErr(c, &wire.Error{Code: wire.CodeCommandNotFound, Message: err.Error()})
+		return
+	}
+	p, err := startProcess(path, req, dir)
+	if err != nil {
+		respondErr(c, wireErr(err))
+		return
+	}
+	defer p.closeHost()
+	// Register before anything can block; the reaper may already have the
+	// status.
+	statusCh := make(chan unix.WaitStatus, 1)
+	s.mu.Lock()
+	if ws, ok := s.early[p.pid]; ok {
+		delete(s.early, p.pid)
+		statusCh <- ws
+	} else {
+		s.waiting[p.pid] = statusCh
+	}
+	s.mu.Unlock()
+
+	if err := c.WriteJSON(wire.TypeResponse, wire.Response{PID: p.pid}); err != nil {
+		killTree(p.pid, unix.SIGKILL)
+		<-statusCh
+		return
+	}
+
+	var outWG sync.WaitGroup
+	pump := func(typ byte, f *os.File) {
+		defer outWG.Done()
+		buf := make([]byte, wire.ChunkSize)
+		for {
+			n, err := f.Read(buf)
+			if n > 0 {
+				if c.Write(typ, buf[:n]) != nil {
+					return
+				}
+			}
+			if err != nil {
+				return
+			}
+		}
+	}
+	for _, o := range p.outputs {
+		outWG.Add(1)
+		go pump(o.typ, o.f)
+	}
+
+	// Frames from the host: stdin, resizes, signals. A closed connection
+	// means the caller is gone: the command's tree is killed.
+	hostGone := make(chan struct{})
+	go func() {
+		defer close(hostGone)
+		for {
+			typ, payload, err := c.Read()
+			if err != nil {
+				return
+			}
+			switch typ {
+			case wire.TypeStdin:
+				if p.stdin != nil {
+					_, _ = p.stdin.Write(payload)
+				}
+			case wire.TypeStdinEOF:
+				if p.stdin != nil && !p.tty {
+					p.stdin.Close()
+				} else if p.tty {
+					// ^D at the start of a line is a terminal's EOF.
+					_, _ = p.stdin.Write([]byte{4})
+				}
+			case wire.TypeResize:
+				var ws wire.WinSize
+				if json.Unmarshal(payload, &ws) == nil && p.tty {
+					_ = unix.IoctlSetWinsize(int(p.stdin.Fd()), unix.TIOCSWINSZ, &unix.Winsize{Row: ws.Rows, Col: ws.Cols})
+				}
+			case wire.TypeSignal:
+				if len(payload) == 1 {
+					killTree(p.pid, unix.Signal(payload[0]))
+				}
+			}
+		}
+	}()
+
+	var timeout <-chan time.Time
+	if req.TimeoutMS > 0 {
+		t := time.NewTimer(time.Duration(req.TimeoutMS) * time.Millisecond)
+		defer t.Stop()
+		timeout = t.C
+	}
+	var exit wire.Exit
+	var ws unix.WaitStatus
+	for waiting := true; waiting; {
+		select {
+		case ws = <-statusCh:
+			waiting = false
+		case <-timeout:
+			exit.TimedOut = true
+			killTree(p.pid, unix.SIGKILL)
+			timeout = nil
+		case <-hostGone:
+			killTree(p.pid, unix.SIGKILL)
+			hostGone = nil
+		}
+	}
+	if exit.TimedOut {
+		// Whatever the command left running dies with it.
+		killTree(p.pid, unix.SIGKILL)
+	}
+	switch {
+	case ws.Signaled():
+		exit.Signal = int(ws.Signal())
+		exit.Code = 128 + exit.Signal
+	default:
+		exit.Code = ws.ExitStatus()
+	}
+	waitOutput(&outWG, p)
+	_ = c.WriteJSON(wire.TypeExit, exit)
+}
+
+// waitOutput waits for the command's output to drain, at most outputGrace
+// past its exit, then cuts it off.
+func waitOutput(wg *sync.WaitGroup, p *proc) {
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(outputGrace):
+		for _, o := range p.outputs {
+			_ = o.f.SetReadDeadline(time.Now())
+		}
+		<-done
+	}
+}
+
+// killTree signals the command's process group and every process in its
+// session, which catches children that changed process group.
+func killTree(pid int, sig unix.Signal) {
+	_ = unix.Kill(-pid, sig)
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		other, err := strconv.Atoi(e.Name())
+		if err != nil || other == 1 {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// Fields after the command name, which may contain spaces.
+		i := strings.LastIndexByte(string(b), ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(string(b[i+1:]))
+		if len(f) < 4 {
+			continue
+		}
+		if sid, _ := strconv.Atoi(f[3]); sid == pid {
+			_ = unix.Kill(other, sig)
+		}
+	}
+}
+
+type output struct {
+	typ byte
+	f   *os.File
+}
+
+type proc struct {
+	pid     int
+	stdin   *os.File
+	tty     bool
+	outputs []output
+	// closers are host ends to close when the command is done.
+	closers []io.Closer
+}
+
+func (p *proc) closeHost() {
+	for _, c := range p.closers {
+		c.Close()
+	}
+}
+
+func startProcess(path string, req *wire.Request, dir string) (*proc, error) {
+	env := req.Env
+	if env == nil {
+		env = []string{"PATH=" + defaultPath}
+	}
+	attr := &syscall.SysProcAttr{Setsid: true}
+	if req.UID != 0 || req.GID != 0 || len(req.Groups) > 0 {
+		attr.Credential = &syscall.Credential{Uid: req.UID, Gid: req.GID, Groups: req.Groups}
+	}
+	p := &proc{}
+	var childFiles []*os.File
+	ok := false
+	defer func() {
+		for _, f := range childFiles {
+			f.Close()
+		}
+		if !ok {
+			p.closeHost()
+		}
+	}()
+	if req.TTY != nil {
+		ptm, pts, err := openPTY(req.UID, req.TTY)
+		if err != nil {
+			return nil, err
+		}
+		p.tty = true
+		p.stdin = ptm
+		p.closers = append(p.closers, ptm)
+		p.outputs = []output{{wire.TypeStdout, ptm}}
+		childFiles = []*os.File{pts, pts, pts}
+		attr.Setctty = true
+		attr.Ctty = 0
+	} else {
+		inR, inW, err := os.Pipe()
+		if err != nil {
+			return nil, err
+		}
+		outR, outW, err := os.Pipe()
+		if err != nil {
+			inR.Close()
+			inW.Close()
+			return nil, err
+		}
+		errR, errW, err := os.Pipe()
+		if err != nil {
+			inR.Close()
+			inW.Close()
+			outR.Close()
+			outW.Close()
+			return nil, err
+		}
+		p.stdin = inW
+		p.closers = append(p.closers, inW, outR, errR)
+		p.outputs = []output{{wire.TypeStdout, outR}, {wire.TypeStderr, errR}}
+		childFiles = []*os.File{inR, outW, errW}
+	}
+	fds := make([]uintptr, len(childFiles))
+	for i, f := range childFiles {
+		fds[i] = f.Fd()
+	}
+	pid, err := syscall.ForkExec(path, req.Args, &syscall.ProcAttr{Dir: dir, Env: env, Files: fds, Sys: attr})
+	if err != nil {
+		return nil, fmt.Errorf("start %s: %w", req.Args[0], err)
+	}
+	p.pid = pid
+	ok = true
+	return p, nil
+}
+
+// openPTY opens a terminal pair on the sandbox's own devpts, with the slave
+// owned by the user the way a login terminal is.
+func openPTY(uid uint32, ws *wire.WinSize) (ptm, pts *os.File, err error) {
+	ptm, err = os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY, 0)
+	if err != nil {
+		return nil, nil, fmt.Errorf("open pty: %w", err)
+	}
+	fail := func(err error) (*os.File, *os.File, error) {
+		ptm.Close()
+		return nil, nil, fmt.Errorf("open pty: %w", err)
+	}
+	if err := unix.IoctlSetPointerInt(int(ptm.Fd()), unix.TIOCSPTLCK, 0); err != nil {
+		return fail(err)
+	}
+	n, err := unix.IoctlGetInt(int(ptm.Fd()), unix.TIOCGPTN)
+	if err != nil {
+		return fail(err)
+	}
+	name := "/dev/pts/" + strconv.Itoa(n)
+	_ = os.Chown(name, int(uid), 5)
+	if ws != nil {
+		_ = unix.IoctlSetWinsize(int(ptm.Fd()), unix.TIOCSWINSZ, &unix.Winsize{Row: ws.Rows, Col: ws.Cols})
+	}
+	pts, err = os.OpenFile(name, os.O_RDWR|unix.O_NOCTTY, 0)
+	if err != nil {
+		return fail(err)
+	}
+	return ptm, pts, nil
+}
+
+func readFile(c *wire.Conn, req *wire.Request) {
+	f, err := os.Open(req.Path)
+	if err != nil {
+		respondErr(c, wireErr(err))
+		return
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		respondErr(c, wireErr(err))
+		return
+	}
+	if fi.IsDir() {
+		respondErr(c, &wire.Error{Code: wire.CodeIsDir, Message: req.Path + " is a directory"})
+		return
+	}
+	if err := c.WriteJSON(wire.TypeResponse, wire.Response{Size: fi.Size()}); err != nil {
+		return
+	}
+	_ = c.WriteStream(wire.TypeData, wire.TypeDataEnd, f)
+}
+
+// writeFile receives content into a temporary file beside the target and
+// renames it into place, so a broken transfer never leaves half a file.
+func writeFile(c *wire.Conn, req *wire.Request) {
+	dir := filepath.Dir(req.Path)
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(req.Path)+".*")
+	if err != nil {
+		drain(c)
+		respondErr(c, wireErr(err))
+		return
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}
+	}()
+	var werr error
+	for {
+		typ, payload, err := c.Read()
+		if err != nil {
+			return
+		}
+		if typ == wire.TypeDataEnd {
+			break
+		}
+		if typ == wire.TypeData && werr == nil {
+			_, werr = tmp.Write(payload)
+		}
+	}
+	if werr == nil {
+		werr = tmp.Chown(int(req.UID), int(req.GID))
+	}
+	if werr == nil {
+		werr = tmp.Chmod(fs.FileMode(req.Mode).Perm())
+	}
+	if werr == nil {
+		werr = tmp.Close()
+	}
+	if werr == nil {
+		werr = os.Rename(tmp.Name(), req.Path)
+	}
+	if werr != nil {
+		respondErr(c, wireErr(werr))
+		return
+	}
+	ok = true
+	_ = c.WriteJSON(wire.TypeResponse, wire.Response{})
+}
+
+func drain(c *wire.Conn) {
+	for {
+		typ, _, err := c.Read()
+		if err != nil || typ == wire.TypeDataEnd {
+			return
+		}
+	}
+}
+
+func statFiles(c *wire.Conn, req *wire.Request) {
+	info := func(name string, fi fs.FileInfo) wire.FileInfo {
+		w := wire.FileInfo{Name: name, Size: fi.Size(), Mode: uint32(fi.Mode()), ModTime: fi.ModTime().UnixNano()}
+		if fi.Mode()&fs.ModeSymlink != 0 {
+			w.Link, _ = os.Readlink(filepath.Join(req.Path, name))
+		}
+		return w
+	}
+	if req.Op == wire.OpStat {
+		fi, err := os.Lstat(req.Path)
+		if err != nil {
+			respondErr(c, wireErr(err))
+			return
+		}
+		w := info(filepath.Base(req.Path), fi)
+		if fi.Mode()&fs.ModeSymlink != 0 {
+			w.Link, _ = os.Readlink(req.Path)
+		}
+		_ = c.WriteJSON(wire.TypeResponse, wire.Response{Files: []wire.FileInfo{w}})
+		return
+	}
+	ents, err := os.ReadDir(req.Path)
+	if err != nil {
+		respondErr(c, wireErr(err))
+		return
+	}
+	files := make([]wire.FileInfo, 0, len(ents))
+	for _, e := range ents {
+		fi, err := e.Info()
+		if err != nil {
+			continue
+		}
+		files = append(files, info(e.Name(), fi))
+	}
+	_ = c.WriteJSON(wire.TypeResponse, wire.Response{Files: files})
+}

@@ -1,0 +1,209 @@
+package guest
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// setup builds the sandbox's filesystem and identity. The init runs it in
+// fresh mount, PID, UTS, IPC and network namespaces, with its working
+// directory in the host-side run directory that holds the layer links and
+// the empty directories "rw" and "root". It returns the descriptor of the
+// writable layer's upper directory.
+func setup(cfg *Config) (upperFD int, err error) {
+	if cfg.NewCgroupNS {
+		if err := unix.Unshare(unix.CLONE_NEWCGROUP); err != nil {
+			return -1, fmt.Errorf("new cgroup namespace: %w", err)
+		}
+	}
+	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+		return -1, fmt.Errorf("make mounts private: %w", err)
+	}
+	tmpfsOpts := "mode=0755"
+	if cfg.DiskBytes > 0 {
+		tmpfsOpts += fmt.Sprintf(",size=%d", cfg.DiskBytes)
+	}
+	if err := unix.Mount("tmpfs", "rw", "tmpfs", unix.MS_NODEV, tmpfsOpts); err != nil {
+		return -1, fmt.Errorf("mount writable layer: %w", err)
+	}
+	for _, d := range []string{"rw/u", "rw/w"} {
+		if err := unix.Mkdir(d, 0o755); err != nil {
+			return -1, fmt.Errorf("mkdir %s: %w", d, err)
+		}
+	}
+	if len(cfg.Layers) == 0 {
+		return -1, fmt.Errorf("no image layers")
+	}
+	// The source name shows up as the device of "/" in mountinfo.
+	opts := "lowerdir=" + strings.Join(cfg.Layers, ":") + ",upperdir=rw/u,workdir=rw/w"
+	if err := unix.Mount("overlay", "root", "overlay", 0, opts); err != nil {
+		return -1, fmt.Errorf("mount overlay root: %w", err)
+	}
+	upperFD, err = unix.Open("rw/u", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, fmt.Errorf("open writable layer: %w", err)
+	}
+	for _, b := range cfg.Binds {
+		if err := bind(b); err != nil {
+			return -1, err
+		}
+	}
+	if err := mountSystem(); err != nil {
+		return -1, err
+	}
+	if err := unix.Chdir("root"); err != nil {
+		return -1, err
+	}
+	// pivot_root(".", ".") stacks the old root under the new one; detaching
+	// it leaves no directory or mount behind that would need a name.
+	if err := unix.PivotRoot(".", "."); err != nil {
+		return -1, fmt.Errorf("pivot_root: %w", err)
+	}
+	if err := unix.Unmount(".", unix.MNT_DETACH); err != nil {
+		return -1, fmt.Errorf("detach old root: %w", err)
+	}
+	if err := unix.Chdir("/"); err != nil {
+		return -1, err
+	}
+	if cfg.Hostname != "" {
+		if err := unix.Sethostname([]byte(cfg.Hostname)); err != nil {
+			return -1, fmt.Errorf("set hostname: %w", err)
+		}
+	}
+	if err := loopbackUp(); err != nil {
+		return -1, fmt.Errorf("bring up loopback: %w", err)
+	}
+	return upperFD, nil
+}
+
+func bind(b Bind) error {
+	target := filepath.Join("root", b.Target)
+	if err := os.MkdirAll(target, 0o755); err != nil {
+		return fmt.Errorf("bind %s: %w", b.Target, err)
+	}
+	if err := unix.Mount(b.Source, target, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+		return fmt.Errorf("bind %s at %s: %w", b.Source, b.Target, err)
+	}
+	if b.ReadOnly {
+		// Keep the flags the source mount already has; adding them is
+		// required on a locked mount and harmless elsewhere.
+		var st unix.Statfs_t
+		flags := uintptr(unix.MS_BIND | unix.MS_REMOUNT | unix.MS_RDONLY)
+		if err := unix.Statfs(target, &st); err == nil {
+			flags |= uintptr(st.Flags) & (unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC | unix.MS_NOATIME | unix.MS_RELATIME | unix.MS_NODIRATIME)
+		}
+		if err := unix.Mount("", target, "", flags, ""); err != nil {
+			return fmt.Errorf("make bind %s read-only: %w", b.Target, err)
+		}
+	}
+	return nil
+}
+
+// mountSystem mounts /proc, /dev, /sys and friends inside the new root,
+// shaped like those of an ordinary Linux machine.
+func mountSystem() error {
+	type m struct {
+		src, target, fstype string
+		flags               uintptr
+		data                string
+	}
+	mounts := []m{
+		{"proc", "root/proc", "proc", unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC, ""},
+		{"sysfs", "root/sys", "sysfs", unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC | unix.MS_RDONLY, ""},
+		{"udev", "root/dev", "tmpfs", unix.MS_NOSUID, "mode=0755,size=10m"},
+	}
+	for _, x := range mounts {
+		if err := os.MkdirAll(x.target, 0o755); err != nil {
+			return err
+		}
+		if err := unix.Mount(x.src, x.target, x.fstype, x.flags, x.data); err != nil {
+			return fmt.Errorf("mount %s: %w", strings.TrimPrefix(x.target, "root"), err)
+		}
+	}
+	if err := populateDev("root/dev"); err != nil {
+		return err
+	}
+	if err := unix.Mount("devpts", "root/dev/pts", "devpts", unix.MS_NOSUID|unix.MS_NOEXEC, "newinstance,gid=5,mode=620,ptmxmode=0666"); err != nil {
+		return fmt.Errorf("mount /dev/pts: %w", err)
+	}
+	if err := unix.Mount("tmpfs", "root/dev/shm", "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=1777"); err != nil {
+		return fmt.Errorf("mount /dev/shm: %w", err)
+	}
+	if err := os.MkdirAll("root/run", 0o755); err == nil {
+		if err := unix.Mount("tmpfs", "root/run", "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0755,size=10%"); err != nil {
+			return fmt.Errorf("mount /run: %w", err)
+		}
+		_ = os.MkdirAll("root/run/lock", 0o1777)
+		_ = os.MkdirAll("root/run/user", 0o755)
+	}
+	return nil
+}
+
+// populateDev creates the device nodes and links every Linux machine has.
+func populateDev(dev string) error {
+	nodes := []struct {
+		name         string
+		major, minor uint32
+		mode         uint32
+	}{
+		{"null", 1, 3, 0o666},
+		{"zero", 1, 5, 0o666},
+		{"full", 1, 7, 0o666},
+		{"random", 1, 8, 0o666},
+		{"urandom", 1, 9, 0o666},
+		{"tty", 5, 0, 0o666},
+		{"kmsg", 1, 11, 0o644},
+	}
+	old := unix.Umask(0)
+	defer unix.Umask(old)
+	for _, n := range nodes {
+		if err := unix.Mknod(filepath.Join(dev, n.name), unix.S_IFCHR|n.mode, int(unix.Mkdev(n.major, n.minor))); err != nil {
+			return fmt.Errorf("mknod /dev/%s: %w", n.name, err)
+		}
+	}
+	for _, d := range []struct {
+		name string
+		mode uint32
+	}{{"pts", 0o755}, {"shm", 0o1777}, {"mqueue", 0o1777}, {"hugepages", 0o755}} {
+		if err := unix.Mkdir(filepath.Join(dev, d.name), d.mode); err != nil {
+			return fmt.Errorf("mkdir /dev/%s: %w", d.name, err)
+		}
+	}
+	links := [][2]string{
+		{"pts/ptmx", "ptmx"},
+		{"/proc/self/fd", "fd"},
+		{"/proc/self/fd/0", "stdin"},
+		{"/proc/self/fd/1", "stdout"},
+		{"/proc/self/fd/2", "stderr"},
+		{"/proc/kcore", "core"},
+	}
+	for _, l := range links {
+		if err := unix.Symlink(l[0], filepath.Join(dev, l[1])); err != nil {
+			return fmt.Errorf("link /dev/%s: %w", l[1], err)
+		}
+	}
+	return nil
+}
+
+// loopbackUp sets IFF_UP on "lo", the only interface of a new network
+// namespace.
+func loopbackUp() error {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	ifr, err := unix.NewIfreq("lo")
+	if err != nil {
+		return err
+	}
+	if err := unix.IoctlIfreq(fd, unix.SIOCGIFFLAGS, ifr); err != nil {
+		return err
+	}
+	ifr.SetUint16(ifr.Uint16() | unix.IFF_UP | unix.IFF_RUNNING)
+	return unix.IoctlIfreq(fd, unix.SIOCSIFFLAGS, ifr)
+}

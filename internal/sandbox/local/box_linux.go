@@ -1,0 +1,383 @@
+package local
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/verisim/verisim/internal/sandbox"
+	"github.com/verisim/verisim/internal/sandbox/wire"
+)
+
+// box is one local sandbox.
+type box struct {
+	rt   *Runtime
+	m    *meta
+	dir  string
+	sock string
+	// done closes when the init exits; nil when this process did not start
+	// it (Open, GC).
+	done     chan struct{}
+	lifeline *os.File
+
+	closeOnce sync.Once
+	closeErr  error
+	closed    chan struct{}
+	initOnce  sync.Once
+}
+
+var _ sandbox.Sandbox = (*box)(nil)
+
+func (b *box) ID() string { return b.m.ID }
+
+func (b *box) isClosed() bool {
+	b.initOnce.Do(func() { b.closed = make(chan struct{}) })
+	select {
+	case <-b.closed:
+		return true
+	default:
+		return false
+	}
+}
+
+// dial opens a connection to the init and sends req.
+func (b *box) dial(ctx context.Context, req *wire.Request) (net.Conn, *wire.Conn, error) {
+	if b.isClosed() {
+		return nil, nil, sandbox.ErrClosed
+	}
+	var d net.Dialer
+	nc, err := d.DialContext(ctx, "unix", b.sock)
+	if err != nil {
+		if b.isClosed() {
+			return nil, nil, sandbox.ErrClosed
+		}
+		return nil, nil, fmt.Errorf("reach sandbox %s: %w", b.m.ID, err)
+	}
+	c := wire.NewConn(nc)
+	if err := c.WriteJSON(wire.TypeRequest, req); err != nil {
+		nc.Close()
+		return nil, nil, fmt.Errorf("send to sandbox %s: %w", b.m.ID, err)
+	}
+	return nc, c, nil
+}
+
+// closeOnDone closes nc when ctx ends, so blocked reads return.
+func closeOnDone(ctx context.Context, nc net.Conn) (stop func() bool) {
+	return context.AfterFunc(ctx, func() { nc.Close() })
+}
+
+func response(c *wire.Conn, path string) (*wire.Response, error) {
+	var resp wire.Response
+	if err := c.ReadJSON(wire.TypeResponse, &resp); err != nil {
+		return nil, fmt.Errorf("read reply from sandbox: %w", err)
+	}
+	if resp.Error != nil {
+		return nil, toError(resp.Error, path)
+	}
+	return &resp, nil
+}
+
+// toError maps a wire error to the error a caller tests with errors.Is.
+func toError(e *wire.Error, path string) error {
+	var base error
+	switch e.Code {
+	case wire.CodeNotFound:
+		base = fs.ErrNotExist
+	case wire.CodeExists:
+		base = fs.ErrExist
+	case wire.CodePermission:
+		base = fs.ErrPermission
+	case wire.CodeCommandNotFound:
+		return fmt.Errorf("%w: %s", sandbox.ErrCommandNotFound, e.Message)
+	case wire.CodeNotDir:
+		base = unix.ENOTDIR
+	case wire.CodeIsDir:
+		base = unix.EISDIR
+	case "no_space":
+		base = unix.ENOSPC
+	default:
+		return errors.New(e.Message)
+	}
+	if path != "" {
+		return &fs.PathError{Op: "sandbox", Path: path, Err: base}
+	}
+	return fmt.Errorf("%s: %w", e.Message, base)
+}
+
+// Run implements sandbox.Sandbox.
+func (b *box) Run(ctx context.Context, cmd sandbox.Cmd) (sandbox.ExitStatus, error) {
+	req := b.execRequest(&cmd)
+	nc, c, err := b.dial(ctx, req)
+	if err != nil {
+		return sandbox.ExitStatus{}, err
+	}
+	defer nc.Close()
+	stop := closeOnDone(ctx, nc)
+	defer stop()
+	ooms := -1
+	if b.m.Cgroup != nil {
+		ooms = b.m.Cgroup.oomKills()
+	}
+	if _, err := response(c, ""); err != nil {
+		if ctx.Err() != nil {
+			return sandbox.ExitStatus{}, ctx.Err()
+		}
+		return sandbox.ExitStatus{}, err
+	}
+
+	var wg sync.WaitGroup
+	stdinDone := make(chan struct{})
+	if cmd.Stdin == nil {
+		_ = c.Write(wire.TypeStdinEOF, nil)
+		close(stdinDone)
+	} else {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer close(stdinDone)
+			if err := c.WriteStream(wire.TypeStdin, wire.TypeStdinEOF, cmd.Stdin); err != nil {
+				return
+			}
+		}()
+	}
+	resizeStop := make(chan struct{})
+	if cmd.Resize != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case ws, ok := <-cmd.Resize:
+					if !ok {
+						return
+					}
+					_ = c.WriteJSON(wire.TypeResize, wire.WinSize{Rows: ws.Rows, Cols: ws.Cols})
+				case <-resizeStop:
+					return
+				}
+			}
+		}()
+	}
+
+	var exit wire.Exit
+	var readErr error
+	for {
+		typ, payload, err := c.Read()
+		if err != nil {
+			readErr = err
+			break
+		}
+		switch typ {
+		case wire.TypeStdout:
+			if cmd.Stdout != nil {
+				_, _ = cmd.Stdout.Write(payload)
+			}
+		case wire.TypeStderr:
+			if cmd.Stderr != nil {
+				_, _ = cmd.Stderr.Write(payload)
+			}
+		case wire.TypeExit:
+			readErr = json.Unmarshal(payload, &exit)
+			goto finished
+		}
+	}
+finished:
+	close(resizeStop)
+	if _, isFile := cmd.Stdin.(*os.File); isFile {
+		// A terminal or pipe may never reach EOF; like os/exec, do not
+		// wait on it once the command is done.
+		nc.Close()
+	} else {
+		nc.Close()
+		wg.Wait()
+	}
+	if readErr != nil {
+		if ctx.Err() != nil {
+			return sandbox.ExitStatus{}, ctx.Err()
+		}
+		if b.isClosed() {
+			return sandbox.ExitStatus{}, sandbox.ErrClosed
+		}
+		return sandbox.ExitStatus{}, fmt.Errorf("sandbox %s: lost the command: %w", b.m.ID, readErr)
+	}
+	st := sandbox.ExitStatus{Code: exit.Code, Signal: exit.Signal, TimedOut: exit.TimedOut}
+	if exit.Signal == int(unix.SIGKILL) && ooms >= 0 && b.m.Cgroup.oomKills() > ooms {
+		st.OOMKilled = true
+	}
+	return st, nil
+}
+
+func (b *box) execRequest(cmd *sandbox.Cmd) *wire.Request {
+	u := b.m.Spec.User
+	if cmd.User != nil {
+		u = *cmd.User
+	}
+	env := cmd.Env
+	if env == nil {
+		env = b.m.Spec.Env
+	}
+	dir := cmd.Dir
+	if dir == "" {
+		dir = b.m.Spec.Dir
+	}
+	if dir == "" {
+		dir = u.Home
+	}
+	req := &wire.Request{Op: wire.OpExec, Args: cmd.Args, Env: env, Dir: dir, UID: u.UID, GID: u.GID, Groups: u.Groups}
+	if cmd.Timeout > 0 {
+		req.TimeoutMS = max(1, cmd.Timeout.Milliseconds())
+	}
+	if cmd.TTY != nil {
+		req.TTY = &wire.WinSize{Rows: cmd.TTY.Rows, Cols: cmd.TTY.Cols}
+	}
+	return req
+}
+
+// ReadFile implements sandbox.Sandbox.
+func (b *box) ReadFile(ctx context.Context, path string) ([]byte, error) {
+	nc, c, err := b.dial(ctx, &wire.Request{Op: wire.OpRead, Path: path})
+	if err != nil {
+		return nil, err
+	}
+	defer nc.Close()
+	defer closeOnDone(ctx, nc)()
+	resp, err := response(c, path)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]byte, 0, resp.Size)
+	for {
+		typ, payload, err := c.Read()
+		if err != nil {
+			return nil, fmt.Errorf("read %s from sandbox: %w", path, err)
+		}
+		if typ == wire.TypeDataEnd {
+			return out, nil
+		}
+		out = append(out, payload...)
+	}
+}
+
+// WriteFile implements sandbox.Sandbox.
+func (b *box) WriteFile(ctx context.Context, path string, data []byte, perm fs.FileMode) error {
+	u := b.m.Spec.User
+	nc, c, err := b.dial(ctx, &wire.Request{Op: wire.OpWrite, Path: path, Mode: uint32(perm), UID: u.UID, GID: u.GID})
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	defer closeOnDone(ctx, nc)()
+	for off := 0; off < len(data); off += wire.ChunkSize {
+		end := min(off+wire.ChunkSize, len(data))
+		if err := c.Write(wire.TypeData, data[off:end]); err != nil {
+			return fmt.Errorf("write %s to sandbox: %w", path, err)
+		}
+	}
+	if err := c.Write(wire.TypeDataEnd, nil); err != nil {
+		return fmt.Errorf("write %s to sandbox: %w", path, err)
+	}
+	_, err = response(c, path)
+	return err
+}
+
+func (b *box) files(ctx context.Context, op, path string) ([]sandbox.FileInfo, error) {
+	nc, c, err := b.dial(ctx, &wire.Request{Op: op, Path: path})
+	if err != nil {
+		return nil, err
+	}
+	defer nc.Close()
+	defer closeOnDone(ctx, nc)()
+	resp, err := response(c, path)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]sandbox.FileInfo, len(resp.Files))
+	for i, f := range resp.Files {
+		out[i] = sandbox.FileInfo{Name: f.Name, Size: f.Size, Mode: fs.FileMode(f.Mode), ModTime: time.Unix(0, f.ModTime), Link: f.Link}
+	}
+	return out, nil
+}
+
+// ReadDir implements sandbox.Sandbox.
+func (b *box) ReadDir(ctx context.Context, path string) ([]sandbox.FileInfo, error) {
+	return b.files(ctx, wire.OpReadDir, path)
+}
+
+// Stat implements sandbox.Sandbox.
+func (b *box) Stat(ctx context.Context, path string) (sandbox.FileInfo, error) {
+	fi, err := b.files(ctx, wire.OpStat, path)
+	if err != nil {
+		return sandbox.FileInfo{}, err
+	}
+	return fi[0], nil
+}
+
+// Close implements sandbox.Sandbox.
+func (b *box) Close(ctx context.Context) error {
+	b.isClosed()
+	b.closeOnce.Do(func() {
+		close(b.closed)
+		b.closeErr = b.destroy(ctx)
+	})
+	return b.closeErr
+}
+
+// destroy kills the init (and with it every process of the sandbox), then
+// removes the cgroups and the run directory. It runs to the end even when
+// ctx is cancelled.
+func (b *box) destroy(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	var errs []error
+	if b.done != nil {
+		_ = unix.Kill(b.m.InitPID, unix.SIGKILL)
+		select {
+		case <-b.done:
+		case <-ctx.Done():
+			errs = append(errs, fmt.Errorf("sandbox %s: init did not exit", b.m.ID))
+		}
+	} else if alive(b.m.InitPID, b.m.InitTick) {
+		_ = unix.Kill(b.m.InitPID, unix.SIGKILL)
+		if err := pollUntil(10*time.Second, func() bool { return !alive(b.m.InitPID, b.m.InitTick) }); err != nil {
+			errs = append(errs, fmt.Errorf("sandbox %s: init did not exit", b.m.ID))
+		}
+	}
+	if b.lifeline != nil {
+		b.lifeline.Close()
+	}
+	if b.m.Cgroup != nil {
+		// Processes that were never in the PID namespace cannot exist, but a
+		// cgroup may still list the init's children for a moment.
+		for _, pid := range b.m.Cgroup.pids() {
+			_ = unix.Kill(pid, unix.SIGKILL)
+		}
+		if err := b.m.Cgroup.remove(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for _, l := range b.m.Spec.OwnedLayers {
+		if err := os.RemoveAll(l); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := os.RemoveAll(b.dir); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+func (b *box) upperPath() string {
+	return "/proc/" + strconv.Itoa(b.m.InitPID) + "/fd/" + strconv.Itoa(b.m.UpperFD)
+}
+
+var _ io.Reader

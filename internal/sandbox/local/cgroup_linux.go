@@ -1,0 +1,391 @@
+package local
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/verisim/verisim/internal/sandbox"
+)
+
+// Controllers a sandbox uses. freezer (v1) or cgroup.freeze (v2) stops the
+// sandbox while a snapshot is copied.
+var controllers = []string{"memory", "pids", "cpu", "freezer"}
+
+// cgroupSetup knows, per controller, where verisim's own cgroup is. A
+// controller on the unified (v2) hierarchy is preferred; v1 is used where the
+// controller is only mounted there (hybrid hosts).
+type cgroupSetup struct {
+	// v1 maps a controller to the directory sandboxes are created under.
+	v1 map[string]string
+	// v2 is the directory sandboxes are created under on the unified
+	// hierarchy, "" when no controller we need is there.
+	v2 string
+	// v2ctrl lists the controllers used through v2.
+	v2ctrl []string
+}
+
+// detectCgroups reads /proc/self/cgroup and /proc/self/mountinfo. Sandboxes
+// nest under "<our cgroup>/verisim" in every hierarchy used.
+func detectCgroups() (*cgroupSetup, error) {
+	own, err := ownCgroups()
+	if err != nil {
+		return nil, err
+	}
+	mounts, err := cgroupMounts()
+	if err != nil {
+		return nil, err
+	}
+	cs := &cgroupSetup{v1: map[string]string{}}
+	if mp, ok := mounts[""]; ok {
+		b, _ := os.ReadFile(filepath.Join(mp, own[""], "cgroup.controllers"))
+		avail := strings.Fields(string(b))
+		for _, c := range controllers {
+			if c == "freezer" {
+				continue // v2 freezes through cgroup.freeze, always there
+			}
+			for _, a := range avail {
+				if a == c {
+					cs.v2ctrl = append(cs.v2ctrl, c)
+				}
+			}
+		}
+		if len(cs.v2ctrl) > 0 {
+			cs.v2 = filepath.Join(mp, own[""], "verisim")
+		}
+	}
+	for _, c := range controllers {
+		if cs.usesV2(c) {
+			continue
+		}
+		if mp, ok := mounts[c]; ok {
+			cs.v1[c] = filepath.Join(mp, own[c], "verisim")
+		}
+	}
+	return cs, nil
+}
+
+func (cs *cgroupSetup) usesV2(c string) bool {
+	if c == "freezer" {
+		return cs.v2 != "" && cs.v1["freezer"] == ""
+	}
+	for _, x := range cs.v2ctrl {
+		if x == c {
+			return true
+		}
+	}
+	return false
+}
+
+// ownCgroups maps a controller ("" for the unified hierarchy) to this
+// process's cgroup path.
+func ownCgroups() (map[string]string, error) {
+	f, err := os.Open("/proc/self/cgroup")
+	if err != nil {
+		return nil, fmt.Errorf("read own cgroups: %w", err)
+	}
+	defer f.Close()
+	own := map[string]string{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		parts := strings.SplitN(sc.Text(), ":", 3)
+		if len(parts) != 3 {
+			continue
+		}
+		if parts[1] == "" {
+			own[""] = parts[2]
+			continue
+		}
+		for _, c := range strings.Split(parts[1], ",") {
+			own[c] = parts[2]
+		}
+	}
+	return own, sc.Err()
+}
+
+// cgroupMounts maps a controller ("" for cgroup2) to its mount point.
+func cgroupMounts() (map[string]string, error) {
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return nil, fmt.Errorf("read mountinfo: %w", err)
+	}
+	defer f.Close()
+	m := map[string]string{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		sep := -1
+		for i, x := range fields {
+			if x == "-" {
+				sep = i
+				break
+			}
+		}
+		if sep < 0 || len(fields) < sep+4 || len(fields) < 5 {
+			continue
+		}
+		fstype, mp := fields[sep+1], fields[4]
+		switch fstype {
+		case "cgroup2":
+			if _, ok := m[""]; !ok {
+				m[""] = mp
+			}
+		case "cgroup":
+			for _, o := range strings.Split(fields[sep+3], ",") {
+				for _, c := range controllers {
+					if o == c {
+						if _, ok := m[c]; !ok {
+							m[c] = mp
+						}
+					}
+				}
+			}
+		}
+	}
+	return m, sc.Err()
+}
+
+// cgroup is one sandbox's set of cgroup directories.
+type cgroup struct {
+	// Dirs maps a controller to its directory; "" is the unified one.
+	Dirs map[string]string `json:"dirs"`
+}
+
+// create makes the sandbox's cgroups and writes its limits. On error it
+// removes what it made.
+func (cs *cgroupSetup) create(id string, lim sandbox.Limits) (cg *cgroup, retErr error) {
+	cg = &cgroup{Dirs: map[string]string{}}
+	defer func() {
+		if retErr != nil {
+			cg.remove()
+		}
+	}()
+	if cs.v2 != "" {
+		if err := cs.prepareV2(); err != nil {
+			return nil, err
+		}
+		d := filepath.Join(cs.v2, id)
+		if err := os.Mkdir(d, 0o755); err != nil {
+			return nil, fmt.Errorf("create cgroup: %w", err)
+		}
+		cg.Dirs[""] = d
+	}
+	for c, base := range cs.v1 {
+		if err := os.MkdirAll(base, 0o755); err != nil {
+			return nil, fmt.Errorf("create %s cgroup parent: %w", c, err)
+		}
+		d := filepath.Join(base, id)
+		if err := os.Mkdir(d, 0o755); err != nil {
+			return nil, fmt.Errorf("create %s cgroup: %w", c, err)
+		}
+		cg.Dirs[c] = d
+	}
+	need := func(c string, what string) (string, error) {
+		if d, ok := cg.Dirs[c]; ok {
+			return d, nil
+		}
+		if cs.usesV2(c) {
+			return cg.Dirs[""], nil
+		}
+		return "", fmt.Errorf("%s limit requested but the %s cgroup controller is not available on this host; drop the limit or enable the controller", what, c)
+	}
+	if lim.MemoryBytes > 0 {
+		d, err := need("memory", "memory")
+		if err != nil {
+			return nil, err
+		}
+		if cs.usesV2("memory") {
+			err = writeFile(d, "memory.max", strconv.FormatInt(lim.MemoryBytes, 10))
+			if err == nil {
+				err = writeFile(d, "memory.swap.max", "0")
+				if errors.Is(err, os.ErrNotExist) {
+					err = nil
+				}
+			}
+		} else {
+			err = writeFile(d, "memory.limit_in_bytes", strconv.FormatInt(lim.MemoryBytes, 10))
+			if err == nil {
+				// Without swap accounting the file is absent; nothing to cap.
+				if err2 := writeFile(d, "memory.memsw.limit_in_bytes", strconv.FormatInt(lim.MemoryBytes, 10)); err2 != nil && !errors.Is(err2, os.ErrNotExist) {
+					err = err2
+				}
+			}
+		}
+		if err != nil {
+			return nil, fmt.Errorf("set memory limit: %w", err)
+		}
+	}
+	if lim.PIDs > 0 {
+		d, err := need("pids", "pids")
+		if err != nil {
+			return nil, err
+		}
+		if err := writeFile(d, "pids.max", strconv.FormatInt(lim.PIDs, 10)); err != nil {
+			return nil, fmt.Errorf("set pids limit: %w", err)
+		}
+	}
+	if lim.CPUs > 0 {
+		d, err := need("cpu", "cpu")
+		if err != nil {
+			return nil, err
+		}
+		const period = 100000
+		quota := int64(lim.CPUs * period)
+		if cs.usesV2("cpu") {
+			err = writeFile(d, "cpu.max", fmt.Sprintf("%d %d", quota, period))
+		} else {
+			err = writeFile(d, "cpu.cfs_period_us", strconv.Itoa(period))
+			if err == nil {
+				err = writeFile(d, "cpu.cfs_quota_us", strconv.FormatInt(quota, 10))
+			}
+		}
+		if err != nil {
+			return nil, fmt.Errorf("set cpu limit: %w", err)
+		}
+	}
+	return cg, nil
+}
+
+// prepareV2 enables our controllers for sandboxes on the unified hierarchy.
+func (cs *cgroupSetup) prepareV2() error {
+	parent := filepath.Dir(cs.v2)
+	if err := os.MkdirAll(cs.v2, 0o755); err != nil {
+		return fmt.Errorf("create cgroup %s: %w", cs.v2, err)
+	}
+	var ctl []string
+	for _, c := range cs.v2ctrl {
+		ctl = append(ctl, "+"+c)
+	}
+	for _, d := range []string{parent, cs.v2} {
+		if err := writeFile(d, "cgroup.subtree_control", strings.Join(ctl, " ")); err != nil {
+			return fmt.Errorf("delegate cgroup controllers in %s: %w (run verisim in a cgroup of its own, e.g. systemd-run --scope -p Delegate=yes)", d, err)
+		}
+	}
+	return nil
+}
+
+// add moves pid into every cgroup of the sandbox.
+func (cg *cgroup) add(pid int) error {
+	s := strconv.Itoa(pid)
+	for c, d := range cg.Dirs {
+		if err := writeFile(d, "cgroup.procs", s); err != nil {
+			return fmt.Errorf("join %s cgroup: %w", c, err)
+		}
+	}
+	return nil
+}
+
+// oomKills is the count of processes the kernel killed for lack of memory.
+func (cg *cgroup) oomKills() int {
+	if d, ok := cg.Dirs["memory"]; ok {
+		return counter(filepath.Join(d, "memory.oom_control"), "oom_kill")
+	}
+	if d, ok := cg.Dirs[""]; ok {
+		return counter(filepath.Join(d, "memory.events"), "oom_kill")
+	}
+	return 0
+}
+
+func counter(file, key string) int {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, key+" "); ok {
+			n, _ := strconv.Atoi(strings.TrimSpace(v))
+			return n
+		}
+	}
+	return 0
+}
+
+// freeze stops (or with false, resumes) every process of the sandbox.
+func (cg *cgroup) freeze(on bool) error {
+	if d, ok := cg.Dirs["freezer"]; ok {
+		state := "THAWED"
+		if on {
+			state = "FROZEN"
+		}
+		if err := writeFile(d, "freezer.state", state); err != nil {
+			return err
+		}
+		return pollUntil(5*time.Second, func() bool {
+			b, _ := os.ReadFile(filepath.Join(d, "freezer.state"))
+			return strings.TrimSpace(string(b)) == state
+		})
+	}
+	if d, ok := cg.Dirs[""]; ok {
+		v := "0"
+		if on {
+			v = "1"
+		}
+		if err := writeFile(d, "cgroup.freeze", v); err != nil {
+			return err
+		}
+		return pollUntil(5*time.Second, func() bool {
+			return counter(filepath.Join(d, "cgroup.events"), "frozen") == map[bool]int{true: 1, false: 0}[on]
+		})
+	}
+	return fmt.Errorf("no freezer cgroup")
+}
+
+// remove deletes the sandbox's cgroups once their processes are gone.
+func (cg *cgroup) remove() error {
+	var errs []error
+	for c, d := range cg.Dirs {
+		err := pollUntil(5*time.Second, func() bool {
+			err := os.Remove(d)
+			return err == nil || errors.Is(err, os.ErrNotExist)
+		})
+		if err != nil {
+			errs = append(errs, fmt.Errorf("remove %s cgroup %s: processes still in it", c, d))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// pids lists the processes still in the sandbox's cgroups.
+func (cg *cgroup) pids() []int {
+	for _, d := range cg.Dirs {
+		b, err := os.ReadFile(filepath.Join(d, "cgroup.procs"))
+		if err != nil {
+			continue
+		}
+		var out []int
+		for _, f := range strings.Fields(string(b)) {
+			if n, err := strconv.Atoi(f); err == nil {
+				out = append(out, n)
+			}
+		}
+		return out
+	}
+	return nil
+}
+
+func writeFile(dir, name, v string) error {
+	return os.WriteFile(filepath.Join(dir, name), []byte(v), 0o644)
+}
+
+// pollUntil calls cond until it is true or d passes, backing off from 50µs.
+func pollUntil(d time.Duration, cond func() bool) error {
+	deadline := time.Now().Add(d)
+	wait := 50 * time.Microsecond
+	for {
+		if cond() {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("timed out after %v", d)
+		}
+		time.Sleep(wait)
+		if wait < 10*time.Millisecond {
+			wait *= 2
+		}
+	}
+}

@@ -1,0 +1,105 @@
+package local
+
+import (
+	"os/exec"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/verisim/verisim/internal/sandbox"
+	"github.com/verisim/verisim/internal/sandbox/guest"
+	"github.com/verisim/verisim/internal/sandbox/sandboxtest"
+)
+
+func TestMain(m *testing.M) {
+	if guest.IsInit() {
+		guest.Main()
+	}
+	os.Exit(m.Run())
+}
+
+// testRuntime returns a runtime over a fresh state directory, or skips when
+// the machine cannot run local sandboxes.
+func testRuntime(t testing.TB) *Runtime {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("the local backend needs root (CI runs as root)")
+	}
+	rt, err := New(Options{StateDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rt
+}
+
+// hostLayer builds a minimal root filesystem layer that, with the host's
+// /usr bound read-only, gives a working Debian-like userland: merged-/usr
+// links, /etc with a user, a home directory.
+func hostLayer(t testing.TB) string {
+	t.Helper()
+	dir := t.TempDir()
+	for _, l := range []string{"bin", "lib", "lib64", "sbin"} {
+		if target, err := os.Readlink("/" + l); err == nil {
+			if err := os.Symlink(target, filepath.Join(dir, l)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for _, d := range []string{"etc", "usr", "tmp", "proc", "sys", "dev", "run", "var/tmp", "home/dev", "root"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.Chmod(filepath.Join(dir, "tmp"), 0o1777)
+	files := map[string]string{
+		"etc/passwd": "root:x:0:0:root:/root:/bin/bash\ndev:x:1000:1000:Dev:/home/dev:/bin/bash\n",
+		"etc/group":  "root:x:0:\ntty:x:5:\ndev:x:1000:\n",
+	}
+	for name, content := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Chown(filepath.Join(dir, "home/dev"), 1000, 1000); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func testSpec(t testing.TB) sandbox.Spec {
+	return sandbox.Spec{
+		Layers:   []string{hostLayer(t)},
+		Binds:    []sandbox.Bind{{Source: "/usr", Target: "/usr", ReadOnly: true}},
+		Hostname: "devbox",
+		User:     sandbox.User{Name: "dev", UID: 1000, GID: 1000, Home: "/home/dev"},
+		Env:      []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/home/dev", "USER=dev", "LANG=C.UTF-8"},
+		Limits:   sandbox.Limits{MemoryBytes: 512 << 20, PIDs: 256, CPUs: 1, DiskBytes: 256 << 20},
+	}
+}
+
+func TestConformance(t *testing.T) {
+	rt := testRuntime(t)
+	sandboxtest.Run(t, sandboxtest.Harness{
+		Runtime:  rt,
+		Spec:     func(t *testing.T) sandbox.Spec { return testSpec(t) },
+		Isolated: true,
+	})
+}
+
+func TestDebugSnap(t *testing.T) {
+	rt := testRuntime(t)
+	sb, err := rt.Create(t.Context(), testSpec(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sb.Close(t.Context())
+	sandboxtest.Sh(t, sb, "echo hi > f")
+	id, err := sb.Snapshot(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _ := exec.Command("sh", "-c", "ls -la "+rt.state+"/layers; cat "+rt.state+"/layers/*.json; find "+rt.state+"/layers").CombinedOutput()
+	t.Log(string(out))
+	_, err = rt.Fork(t.Context(), id, sandbox.ForkOptions{})
+	t.Log(err)
+}

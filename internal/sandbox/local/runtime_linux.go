@@ -1,0 +1,445 @@
+package local
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/verisim/verisim/internal/sandbox"
+	"github.com/verisim/verisim/internal/sandbox/guest"
+)
+
+// Options configure a Runtime.
+type Options struct {
+	// StateDir holds run directories, snapshots and layers.
+	StateDir string
+	Logger   *slog.Logger
+}
+
+// Runtime is the local backend.
+type Runtime struct {
+	state string
+	log   *slog.Logger
+	cg    *cgroupSetup
+	// initPath names the binary to start as init: a link to /proc/self/exe
+	// called "systemd", so that /proc/1/comm inside reads like a real
+	// machine's.
+	initPath string
+}
+
+var _ sandbox.Runtime = (*Runtime)(nil)
+
+// New checks the host and returns a Runtime.
+func New(opts Options) (*Runtime, error) {
+	if os.Geteuid() != 0 {
+		return nil, fmt.Errorf("the local sandbox backend needs root (it mounts overlays and creates cgroups); run as root or use --backend process")
+	}
+	if opts.StateDir == "" {
+		return nil, fmt.Errorf("local runtime: no state directory")
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	cg, err := detectCgroups()
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range []string{"sandboxes", "layers", "bin"} {
+		if err := os.MkdirAll(filepath.Join(opts.StateDir, d), 0o700); err != nil {
+			return nil, fmt.Errorf("create state directory: %w", err)
+		}
+	}
+	initPath := filepath.Join(opts.StateDir, "bin", "systemd")
+	if l, err := os.Readlink(initPath); err != nil || l != "/proc/self/exe" {
+		tmp := initPath + ".tmp" + strconv.Itoa(os.Getpid())
+		os.Remove(tmp)
+		if err := os.Symlink("/proc/self/exe", tmp); err != nil {
+			return nil, err
+		}
+		if err := os.Rename(tmp, initPath); err != nil {
+			return nil, err
+		}
+	}
+	return &Runtime{state: opts.StateDir, log: log, cg: cg, initPath: initPath}, nil
+}
+
+// Name implements sandbox.Runtime.
+func (r *Runtime) Name() string { return "local" }
+
+func newID() string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// meta is what the host keeps about a sandbox, in <run dir>/meta.json.
+type meta struct {
+	ID       string       `json:"id"`
+	Spec     sandbox.Spec `json:"spec"`
+	InitPID  int          `json:"init_pid"`
+	InitTick uint64       `json:"init_start"` // start time in clock ticks, against pid reuse
+	UpperFD  int          `json:"upper_fd"`
+	Creator  int          `json:"creator_pid"`
+	Keep     bool         `json:"keep"`
+	Cgroup   *cgroup      `json:"cgroup"`
+	Created  time.Time    `json:"created"`
+}
+
+func (r *Runtime) runDir(id string) string { return filepath.Join(r.state, "sandboxes", id) }
+
+// Create implements sandbox.Runtime.
+func (r *Runtime) Create(ctx context.Context, spec sandbox.Spec) (sandbox.Sandbox, error) {
+	return r.create(ctx, spec)
+}
+
+func (r *Runtime) create(ctx context.Context, spec sandbox.Spec) (_ *box, retErr error) {
+	if len(spec.Layers) == 0 {
+		return nil, fmt.Errorf("sandbox spec has no image layers")
+	}
+	for _, l := range spec.Layers {
+		if !filepath.IsAbs(l) {
+			return nil, fmt.Errorf("image layer %q is not an absolute path", l)
+		}
+	}
+	id := newID()
+	dir := r.runDir(id)
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("create run directory: %w", err)
+	}
+	var cleanup []func()
+	defer func() {
+		if retErr != nil {
+			for i := len(cleanup) - 1; i >= 0; i-- {
+				cleanup[i]()
+			}
+		}
+	}()
+	cleanup = append(cleanup, func() { os.RemoveAll(dir) })
+
+	names := make([]string, len(spec.Layers))
+	for i, l := range spec.Layers {
+		names[i] = strconv.Itoa(i)
+		if err := os.Symlink(l, filepath.Join(dir, names[i])); err != nil {
+			return nil, err
+		}
+	}
+	for _, d := range []string{"rw", "root"} {
+		if err := os.Mkdir(filepath.Join(dir, d), 0o755); err != nil {
+			return nil, err
+		}
+	}
+	sock := filepath.Join(dir, "ctl.sock")
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: sock, Net: "unix"})
+	if err != nil {
+		return nil, fmt.Errorf("listen for the sandbox init: %w", err)
+	}
+	ln.SetUnlinkOnClose(false)
+	lnFile, err := ln.File()
+	ln.Close()
+	if err != nil {
+		return nil, err
+	}
+	defer lnFile.Close()
+
+	cg, err := r.cg.create(id, spec.Limits)
+	if err != nil {
+		return nil, err
+	}
+	cleanup = append(cleanup, func() { cg.remove() })
+
+	cfgR, cfgW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	defer cfgW.Close()
+	defer cfgR.Close()
+	statR, statW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	defer statR.Close()
+	defer statW.Close()
+	files := []*os.File{cfgR, statW, lnFile}
+	var lifeW *os.File
+	if !spec.Keep {
+		lifeR, w, err := os.Pipe()
+		if err != nil {
+			return nil, err
+		}
+		defer lifeR.Close()
+		lifeW = w
+		files = append(files, lifeR)
+		cleanup = append(cleanup, func() { lifeW.Close() })
+	}
+
+	cmd := &exec.Cmd{
+		Path:       r.initPath,
+		Args:       []string{"/sbin/init"},
+		Env:        []string{guest.EnvMarker + "=1"},
+		Dir:        dir,
+		ExtraFiles: files,
+		SysProcAttr: &syscall.SysProcAttr{
+			Cloneflags: unix.CLONE_NEWNS | unix.CLONE_NEWPID | unix.CLONE_NEWUTS | unix.CLONE_NEWIPC | unix.CLONE_NEWNET,
+			Setsid:     true,
+		},
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start sandbox init: %w", err)
+	}
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	cleanup = append(cleanup, func() { _ = cmd.Process.Kill(); <-done })
+	cfgR.Close()
+	statW.Close()
+
+	if err := cg.add(cmd.Process.Pid); err != nil {
+		return nil, err
+	}
+	binds := make([]guest.Bind, len(spec.Binds))
+	for i, b := range spec.Binds {
+		binds[i] = guest.Bind{Source: b.Source, Target: b.Target, ReadOnly: b.ReadOnly}
+	}
+	cfg := guest.Config{
+		Layers:      names,
+		DiskBytes:   spec.Limits.DiskBytes,
+		Hostname:    spec.Hostname,
+		Binds:       binds,
+		Lifeline:    !spec.Keep,
+		NewCgroupNS: true,
+	}
+	b, _ := json.Marshal(cfg)
+	if _, err := cfgW.Write(b); err != nil {
+		return nil, fmt.Errorf("configure sandbox init: %w", err)
+	}
+	cfgW.Close()
+
+	upperFD, err := readStatus(ctx, statR)
+	if err != nil {
+		return nil, err
+	}
+	m := &meta{
+		ID: id, Spec: spec, InitPID: cmd.Process.Pid, InitTick: startTick(cmd.Process.Pid),
+		UpperFD: upperFD, Creator: os.Getpid(), Keep: spec.Keep, Cgroup: cg, Created: time.Now().UTC(),
+	}
+	if err := writeJSONAtomic(filepath.Join(dir, "meta.json"), m); err != nil {
+		return nil, err
+	}
+	return &box{rt: r, m: m, dir: dir, sock: sock, done: done, lifeline: lifeW}, nil
+}
+
+// readStatus waits for the init's "ok <upper fd>" line or its error.
+func readStatus(ctx context.Context, f *os.File) (int, error) {
+	if dl, ok := ctx.Deadline(); ok {
+		_ = f.SetReadDeadline(dl)
+	} else {
+		_ = f.SetReadDeadline(time.Now().Add(30 * time.Second))
+	}
+	var buf [4096]byte
+	n := 0
+	for n < len(buf) {
+		k, err := f.Read(buf[n:])
+		n += k
+		if strings.Contains(string(buf[:n]), "\n") {
+			break
+		}
+		if err != nil {
+			if n == 0 {
+				return 0, fmt.Errorf("sandbox init died before it was ready: %w", err)
+			}
+			break
+		}
+	}
+	line := strings.TrimSpace(string(buf[:n]))
+	if fd, ok := strings.CutPrefix(line, "ok "); ok {
+		return strconv.Atoi(fd)
+	}
+	return 0, fmt.Errorf("sandbox init: %s", line)
+}
+
+// startTick reads a process's start time, to tell it from a later process
+// that reused its pid.
+func startTick(pid int) uint64 {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0
+	}
+	i := strings.LastIndexByte(string(b), ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 20 {
+		return 0
+	}
+	n, _ := strconv.ParseUint(f[19], 10, 64)
+	return n
+}
+
+func alive(pid int, tick uint64) bool {
+	return pid > 0 && startTick(pid) == tick && tick != 0
+}
+
+func writeJSONAtomic(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+func readMeta(dir string) (*meta, error) {
+	b, err := os.ReadFile(filepath.Join(dir, "meta.json"))
+	if err != nil {
+		return nil, err
+	}
+	var m meta
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, fmt.Errorf("%s: %w", dir, err)
+	}
+	return &m, nil
+}
+
+// Open attaches to a live sandbox by id, from any process.
+func (r *Runtime) Open(ctx context.Context, id string) (sandbox.Sandbox, error) {
+	dir := r.runDir(filepath.Base(id))
+	m, err := readMeta(dir)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("%w: %s (see verisim sandbox ls)", sandbox.ErrNotFound, id)
+		}
+		return nil, err
+	}
+	if !alive(m.InitPID, m.InitTick) {
+		return nil, fmt.Errorf("%w: %s has stopped; run verisim sandbox gc to remove its remains", sandbox.ErrNotFound, id)
+	}
+	return &box{rt: r, m: m, dir: dir, sock: filepath.Join(dir, "ctl.sock")}, nil
+}
+
+// List returns the sandboxes with a run directory, live or not.
+func (r *Runtime) List(ctx context.Context) ([]sandbox.Info, error) {
+	ents, err := os.ReadDir(filepath.Join(r.state, "sandboxes"))
+	if err != nil {
+		return nil, err
+	}
+	var out []sandbox.Info
+	for _, e := range ents {
+		if !e.IsDir() {
+			continue
+		}
+		m, err := readMeta(r.runDir(e.Name()))
+		if err != nil {
+			out = append(out, sandbox.Info{ID: e.Name(), State: "broken"})
+			continue
+		}
+		st := "running"
+		if !alive(m.InitPID, m.InitTick) {
+			st = "stopped"
+		}
+		out = append(out, sandbox.Info{ID: m.ID, State: st, Created: m.Created, Keep: m.Keep, Labels: m.Spec.Labels, PID: m.InitPID})
+	}
+	return out, nil
+}
+
+// GC removes what crashed processes left behind: sandboxes whose creator is
+// gone (unless kept), stopped sandboxes, their cgroups and run directories,
+// stray cgroups and half-written snapshots.
+func (r *Runtime) GC(ctx context.Context) (sandbox.GCReport, error) {
+	var rep sandbox.GCReport
+	ents, err := os.ReadDir(filepath.Join(r.state, "sandboxes"))
+	if err != nil {
+		return rep, err
+	}
+	known := map[string]bool{}
+	for _, e := range ents {
+		dir := r.runDir(e.Name())
+		m, err := readMeta(dir)
+		if err != nil {
+			// Half-created: nothing was written yet; its init (if any)
+			// died with its lifeline.
+			if os.RemoveAll(dir) == nil {
+				rep.Dirs++
+			}
+			continue
+		}
+		live := alive(m.InitPID, m.InitTick)
+		if live && (m.Keep || processAlive(m.Creator)) {
+			known[m.ID] = true
+			continue
+		}
+		b := &box{rt: r, m: m, dir: dir}
+		if live {
+			rep.Processes++
+		}
+		if err := b.destroy(ctx); err != nil {
+			rep.Errors = append(rep.Errors, err.Error())
+			continue
+		}
+		rep.Sandboxes++
+	}
+	// Cgroups with no run directory: kill what is inside and remove them.
+	for c, base := range r.cg.allBases() {
+		cgs, _ := os.ReadDir(base)
+		for _, e := range cgs {
+			if !e.IsDir() || known[e.Name()] {
+				continue
+			}
+			if _, err := os.Stat(r.runDir(e.Name())); err == nil {
+				continue
+			}
+			cg := &cgroup{Dirs: map[string]string{c: filepath.Join(base, e.Name())}}
+			for _, pid := range cg.pids() {
+				_ = unix.Kill(pid, unix.SIGKILL)
+				rep.Processes++
+			}
+			if cg.remove() == nil {
+				rep.Cgroups++
+			}
+		}
+	}
+	layers, _ := os.ReadDir(filepath.Join(r.state, "layers"))
+	for _, e := range layers {
+		if strings.HasPrefix(e.Name(), ".tmp-") {
+			if os.RemoveAll(filepath.Join(r.state, "layers", e.Name())) == nil {
+				rep.Dirs++
+			}
+		}
+	}
+	return rep, nil
+}
+
+func (cs *cgroupSetup) allBases() map[string]string {
+	m := map[string]string{}
+	for c, d := range cs.v1 {
+		m[c] = d
+	}
+	if cs.v2 != "" {
+		m[""] = cs.v2
+	}
+	return m
+}
+
+func processAlive(pid int) bool {
+	return pid > 0 && unix.Kill(pid, 0) == nil
+}
+
+var _ = sync.Once{}

@@ -1,0 +1,226 @@
+// Package wire is the protocol between a sandbox's host side and the init
+// that runs as PID 1 inside it. Every backend speaks it, so a namespace
+// sandbox, a microVM and a pod differ only in how the machine boots and how a
+// connection reaches the init (a unix socket, vsock, a port-forward).
+//
+// One connection carries one request. The host writes a Request frame; the
+// init answers with a Response frame and, for exec and file reads, a stream
+// of further frames. See docs/sandbox-protocol.md for the byte layout.
+//
+// Frames are not safe for concurrent writes; Conn serialises writers.
+package wire
+
+import (
+	"bufio"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+)
+
+// Frame types.
+const (
+	TypeRequest  byte = 'Q' // host → init: JSON Request, first frame of a connection
+	TypeResponse byte = 'R' // init → host: JSON Response
+	TypeStdin    byte = 'I' // host → init: stdin bytes
+	TypeStdinEOF byte = 'i' // host → init: stdin closed
+	TypeResize   byte = 'W' // host → init: JSON WinSize
+	TypeSignal   byte = 'K' // host → init: one byte, a signal number for the command's process tree
+	TypeStdout   byte = 'O' // init → host: stdout bytes
+	TypeStderr   byte = 'E' // init → host: stderr bytes
+	TypeExit     byte = 'X' // init → host: JSON Exit, last frame of an exec
+	TypeData     byte = 'D' // either way: file content chunk
+	TypeDataEnd  byte = 'd' // either way: end of file content
+)
+
+// MaxFrame bounds a frame's payload; larger data is split into chunks.
+const MaxFrame = 1 << 20
+
+// ChunkSize is the payload size used for streamed bytes.
+const ChunkSize = 32 << 10
+
+// Ops of a Request.
+const (
+	OpExec     = "exec"
+	OpRead     = "read"
+	OpWrite    = "write"
+	OpReadDir  = "readdir"
+	OpStat     = "stat"
+	OpPing     = "ping"
+	OpShutdown = "shutdown"
+)
+
+// Request is the first frame of every connection.
+type Request struct {
+	Op string `json:"op"`
+	// Exec.
+	Args      []string `json:"args,omitempty"`
+	Env       []string `json:"env,omitempty"`
+	Dir       string   `json:"dir,omitempty"`
+	UID       uint32   `json:"uid"`
+	GID       uint32   `json:"gid"`
+	Groups    []uint32 `json:"groups,omitempty"`
+	TimeoutMS int64    `json:"timeout_ms,omitempty"`
+	TTY       *WinSize `json:"tty,omitempty"`
+	// File ops.
+	Path string `json:"path,omitempty"`
+	Mode uint32 `json:"mode,omitempty"`
+}
+
+// WinSize is a terminal size.
+type WinSize struct {
+	Rows uint16 `json:"rows"`
+	Cols uint16 `json:"cols"`
+}
+
+// Response answers a Request. Error is set when the request failed.
+type Response struct {
+	Error *Error `json:"error,omitempty"`
+	// Exec: the command's pid inside the sandbox.
+	PID int `json:"pid,omitempty"`
+	// Stat and ReadDir.
+	Files []FileInfo `json:"files,omitempty"`
+	// Read: the file's size.
+	Size int64 `json:"size,omitempty"`
+}
+
+// FileInfo describes one file.
+type FileInfo struct {
+	Name    string `json:"name"`
+	Size    int64  `json:"size"`
+	Mode    uint32 `json:"mode"` // io/fs.FileMode bits
+	ModTime int64  `json:"mtime_ns"`
+	Link    string `json:"link,omitempty"`
+}
+
+// Exit reports how a command ended.
+type Exit struct {
+	Code     int  `json:"code"`
+	Signal   int  `json:"signal,omitempty"`
+	TimedOut bool `json:"timed_out,omitempty"`
+}
+
+// Error codes are stable across versions.
+const (
+	CodeNotFound        = "not_found"
+	CodeExists          = "exists"
+	CodePermission      = "permission"
+	CodeNotDir          = "not_dir"
+	CodeIsDir           = "is_dir"
+	CodeCommandNotFound = "command_not_found"
+	CodeInvalid         = "invalid"
+	CodeInternal        = "internal"
+)
+
+// Error is a failure reported across the wire.
+type Error struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+func (e *Error) Error() string { return e.Message }
+
+// Conn frames a byte stream. Reads must come from one goroutine; writes may
+// come from many.
+type Conn struct {
+	r  *bufio.Reader
+	w  io.Writer
+	mu sync.Mutex
+	// hdr is reused by writers under mu.
+	hdr [5]byte
+}
+
+// NewConn wraps rw.
+func NewConn(rw io.ReadWriter) *Conn {
+	return &Conn{r: bufio.NewReaderSize(rw, 64<<10), w: rw}
+}
+
+// ErrFrameTooLarge is returned for a frame above MaxFrame.
+var ErrFrameTooLarge = errors.New("wire: frame too large")
+
+// Write sends one frame.
+func (c *Conn) Write(typ byte, payload []byte) error {
+	if len(payload) > MaxFrame {
+		return ErrFrameTooLarge
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	binary.BigEndian.PutUint32(c.hdr[:4], uint32(len(payload)+1))
+	c.hdr[4] = typ
+	if len(payload) == 0 {
+		_, err := c.w.Write(c.hdr[:])
+		return err
+	}
+	// One write per frame keeps frames whole on the socket and halves syscalls
+	// for small payloads.
+	buf := make([]byte, 5+len(payload))
+	copy(buf, c.hdr[:])
+	copy(buf[5:], payload)
+	_, err := c.w.Write(buf)
+	return err
+}
+
+// WriteJSON sends v as a JSON frame.
+func (c *Conn) WriteJSON(typ byte, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("wire: encode %c: %w", typ, err)
+	}
+	return c.Write(typ, b)
+}
+
+// Read returns the next frame. The payload is valid until the next Read.
+func (c *Conn) Read() (byte, []byte, error) {
+	var hdr [5]byte
+	if _, err := io.ReadFull(c.r, hdr[:]); err != nil {
+		return 0, nil, err
+	}
+	n := binary.BigEndian.Uint32(hdr[:4])
+	if n == 0 {
+		return 0, nil, fmt.Errorf("wire: zero-length frame")
+	}
+	if n-1 > MaxFrame {
+		return 0, nil, ErrFrameTooLarge
+	}
+	payload := make([]byte, n-1)
+	if _, err := io.ReadFull(c.r, payload); err != nil {
+		if errors.Is(err, io.EOF) {
+			err = io.ErrUnexpectedEOF
+		}
+		return 0, nil, err
+	}
+	return hdr[4], payload, nil
+}
+
+// ReadJSON reads a frame that must be of type typ and decodes it into v.
+func (c *Conn) ReadJSON(typ byte, v any) error {
+	t, p, err := c.Read()
+	if err != nil {
+		return err
+	}
+	if t != typ {
+		return fmt.Errorf("wire: got frame %q, want %q", t, typ)
+	}
+	return json.Unmarshal(p, v)
+}
+
+// WriteStream copies r into data frames of type typ, ending with end.
+func (c *Conn) WriteStream(typ, end byte, r io.Reader) error {
+	buf := make([]byte, ChunkSize)
+	for {
+		n, err := r.Read(buf)
+		if n > 0 {
+			if werr := c.Write(typ, buf[:n]); werr != nil {
+				return werr
+			}
+		}
+		if errors.Is(err, io.EOF) {
+			return c.Write(end, nil)
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
