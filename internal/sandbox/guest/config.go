@@ -3,6 +3,10 @@ package guest
 // Config is what the host tells the init before it builds the sandbox. It is
 // JSON on descriptor FDConfig.
 type Config struct {
+	// Dir is the host-side run directory: the init works from it, finds
+	// the layer links, "rw" and "root" there, and listens on SocketName in
+	// it.
+	Dir string `json:"dir"`
 	// Layers are lower directories named relative to the init's working
 	// directory, topmost first. Relative names keep host paths out of the
 	// sandbox's /proc/self/mountinfo.
@@ -33,9 +37,12 @@ type Bind struct {
 const (
 	FDConfig   = 3 // read: Config as JSON, then EOF
 	FDStatus   = 4 // write: "ok\n" when serving, or one line of error
-	FDListener = 5 // a listening stream socket to serve wire requests on
-	FDLifeline = 6 // read: EOF when the creator dies (with Config.Lifeline)
+	FDLifeline = 5 // read: EOF when the creator dies (with Config.Lifeline)
 )
+
+// SocketName is the unix socket in the run directory the init serves wire
+// requests on.
+const SocketName = "ctl.sock"
 
 // EnvMarker is set in the init's environment by the host to say "run as the
 // guest init". The init clears its environment before it starts anything.

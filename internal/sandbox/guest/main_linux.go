@@ -42,13 +42,18 @@ func Main() {
 	// started later, a caught one is reset to its default at exec.
 	signal.Notify(make(chan os.Signal, 1), unix.SIGHUP, unix.SIGINT, unix.SIGTERM, unix.SIGTTOU, unix.SIGTTIN)
 
+	if err := os.Chdir(cfg.Dir); err != nil {
+		fail(fmt.Errorf("enter run directory: %w", err))
+	}
+	// Bound before pivot_root, while the run directory is still in view;
+	// the socket keeps working from inside.
+	ln, err := net.Listen("unix", SocketName)
+	if err != nil {
+		fail(fmt.Errorf("listen: %w", err))
+	}
 	upper, err := setup(&cfg)
 	if err != nil {
 		fail(err)
-	}
-	ln, err := net.FileListener(os.NewFile(FDListener, "listener"))
-	if err != nil {
-		fail(fmt.Errorf("listener: %w", err))
 	}
 	srv := newServer()
 	go srv.reap(sigs)

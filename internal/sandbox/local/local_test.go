@@ -1,7 +1,6 @@
 package local
 
 import (
-	"os/exec"
 	"os"
 	"path/filepath"
 	"testing"
@@ -84,22 +83,4 @@ func TestConformance(t *testing.T) {
 		Spec:     func(t *testing.T) sandbox.Spec { return testSpec(t) },
 		Isolated: true,
 	})
-}
-
-func TestDebugSnap(t *testing.T) {
-	rt := testRuntime(t)
-	sb, err := rt.Create(t.Context(), testSpec(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sb.Close(t.Context())
-	sandboxtest.Sh(t, sb, "echo hi > f")
-	id, err := sb.Snapshot(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, _ := exec.Command("sh", "-c", "ls -la "+rt.state+"/layers; cat "+rt.state+"/layers/*.json; find "+rt.state+"/layers").CombinedOutput()
-	t.Log(string(out))
-	_, err = rt.Fork(t.Context(), id, sandbox.ForkOptions{})
-	t.Log(err)
 }

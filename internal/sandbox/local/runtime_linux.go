@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -117,11 +116,6 @@ func (r *Runtime) create(ctx context.Context, spec sandbox.Spec) (_ *box, retErr
 			return nil, fmt.Errorf("image layer %q is not an absolute path", l)
 		}
 	}
-	id := newID()
-	dir := r.runDir(id)
-	if err := os.Mkdir(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("create run directory: %w", err)
-	}
 	var cleanup []func()
 	defer func() {
 		if retErr != nil {
@@ -130,39 +124,11 @@ func (r *Runtime) create(ctx context.Context, spec sandbox.Spec) (_ *box, retErr
 			}
 		}
 	}()
-	cleanup = append(cleanup, func() { os.RemoveAll(dir) })
 
-	names := make([]string, len(spec.Layers))
-	for i, l := range spec.Layers {
-		names[i] = strconv.Itoa(i)
-		if err := os.Symlink(l, filepath.Join(dir, names[i])); err != nil {
-			return nil, err
-		}
-	}
-	for _, d := range []string{"rw", "root"} {
-		if err := os.Mkdir(filepath.Join(dir, d), 0o755); err != nil {
-			return nil, err
-		}
-	}
-	sock := filepath.Join(dir, "ctl.sock")
-	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: sock, Net: "unix"})
-	if err != nil {
-		return nil, fmt.Errorf("listen for the sandbox init: %w", err)
-	}
-	ln.SetUnlinkOnClose(false)
-	lnFile, err := ln.File()
-	ln.Close()
-	if err != nil {
-		return nil, err
-	}
-	defer lnFile.Close()
-
-	cg, err := r.cg.create(id, spec.Limits)
-	if err != nil {
-		return nil, err
-	}
-	cleanup = append(cleanup, func() { cg.remove() })
-
+	// The init is started first: its runtime start-up (the larger part of
+	// creating a sandbox) overlaps with the host preparing the run
+	// directory and cgroups. It waits for its config before touching
+	// anything.
 	cfgR, cfgW, err := os.Pipe()
 	if err != nil {
 		return nil, err
@@ -175,7 +141,7 @@ func (r *Runtime) create(ctx context.Context, spec sandbox.Spec) (_ *box, retErr
 	}
 	defer statR.Close()
 	defer statW.Close()
-	files := []*os.File{cfgR, statW, lnFile}
+	files := []*os.File{cfgR, statW}
 	var lifeW *os.File
 	if !spec.Keep {
 		lifeR, w, err := os.Pipe()
@@ -187,12 +153,11 @@ func (r *Runtime) create(ctx context.Context, spec sandbox.Spec) (_ *box, retErr
 		files = append(files, lifeR)
 		cleanup = append(cleanup, func() { lifeW.Close() })
 	}
-
 	cmd := &exec.Cmd{
 		Path:       r.initPath,
 		Args:       []string{"/sbin/init"},
 		Env:        []string{guest.EnvMarker + "=1"},
-		Dir:        dir,
+		Dir:        "/",
 		ExtraFiles: files,
 		SysProcAttr: &syscall.SysProcAttr{
 			Cloneflags: unix.CLONE_NEWNS | unix.CLONE_NEWPID | unix.CLONE_NEWUTS | unix.CLONE_NEWIPC | unix.CLONE_NEWNET,
@@ -208,14 +173,39 @@ func (r *Runtime) create(ctx context.Context, spec sandbox.Spec) (_ *box, retErr
 	cfgR.Close()
 	statW.Close()
 
+	id := newID()
+	dir := r.runDir(id)
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("create run directory: %w", err)
+	}
+	cleanup = append(cleanup, func() { os.RemoveAll(dir) })
+	names := make([]string, len(spec.Layers))
+	for i, l := range spec.Layers {
+		names[i] = strconv.Itoa(i)
+		if err := os.Symlink(l, filepath.Join(dir, names[i])); err != nil {
+			return nil, err
+		}
+	}
+	for _, d := range []string{"rw", "root"} {
+		if err := os.Mkdir(filepath.Join(dir, d), 0o755); err != nil {
+			return nil, err
+		}
+	}
+	cg, err := r.cg.create(id, spec.Limits)
+	if err != nil {
+		return nil, err
+	}
+	cleanup = append(cleanup, func() { cg.remove() })
 	if err := cg.add(cmd.Process.Pid); err != nil {
 		return nil, err
 	}
+
 	binds := make([]guest.Bind, len(spec.Binds))
 	for i, b := range spec.Binds {
 		binds[i] = guest.Bind{Source: b.Source, Target: b.Target, ReadOnly: b.ReadOnly}
 	}
 	cfg := guest.Config{
+		Dir:         dir,
 		Layers:      names,
 		DiskBytes:   spec.Limits.DiskBytes,
 		Hostname:    spec.Hostname,
@@ -240,7 +230,7 @@ func (r *Runtime) create(ctx context.Context, spec sandbox.Spec) (_ *box, retErr
 	if err := writeJSONAtomic(filepath.Join(dir, "meta.json"), m); err != nil {
 		return nil, err
 	}
-	return &box{rt: r, m: m, dir: dir, sock: sock, done: done, lifeline: lifeW}, nil
+	return &box{rt: r, m: m, dir: dir, sock: filepath.Join(dir, guest.SocketName), done: done, lifeline: lifeW}, nil
 }
 
 // readStatus waits for the init's "ok <upper fd>" line or its error.
@@ -332,7 +322,7 @@ func (r *Runtime) Open(ctx context.Context, id string) (sandbox.Sandbox, error) 
 	if !alive(m.InitPID, m.InitTick) {
 		return nil, fmt.Errorf("%w: %s has stopped; run verisim sandbox gc to remove its remains", sandbox.ErrNotFound, id)
 	}
-	return &box{rt: r, m: m, dir: dir, sock: filepath.Join(dir, "ctl.sock")}, nil
+	return &box{rt: r, m: m, dir: dir, sock: filepath.Join(dir, guest.SocketName)}, nil
 }
 
 // List returns the sandboxes with a run directory, live or not.
