@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/creack/pty"
 	"golang.org/x/sys/unix"
 
 	"github.com/verisim/verisim/internal/sandbox/wire"
@@ -440,29 +441,13 @@ func startProcess(path string, req *wire.Request, dir string) (*proc, error) {
 // openPTY opens a terminal pair on the sandbox's own devpts, with the slave
 // owned by the user the way a login terminal is.
 func openPTY(uid uint32, ws *wire.WinSize) (ptm, pts *os.File, err error) {
-	ptm, err = os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY, 0)
+	ptm, pts, err = pty.Open()
 	if err != nil {
 		return nil, nil, fmt.Errorf("open pty: %w", err)
 	}
-	fail := func(err error) (*os.File, *os.File, error) {
-		ptm.Close()
-		return nil, nil, fmt.Errorf("open pty: %w", err)
-	}
-	if err := unix.IoctlSetPointerInt(int(ptm.Fd()), unix.TIOCSPTLCK, 0); err != nil {
-		return fail(err)
-	}
-	n, err := unix.IoctlGetInt(int(ptm.Fd()), unix.TIOCGPTN)
-	if err != nil {
-		return fail(err)
-	}
-	name := "/dev/pts/" + strconv.Itoa(n)
-	_ = os.Chown(name, int(uid), 5)
+	_ = pts.Chown(int(uid), 5)
 	if ws != nil {
-		_ = unix.IoctlSetWinsize(int(ptm.Fd()), unix.TIOCSWINSZ, &unix.Winsize{Row: ws.Rows, Col: ws.Cols})
-	}
-	pts, err = os.OpenFile(name, os.O_RDWR|unix.O_NOCTTY, 0)
-	if err != nil {
-		return fail(err)
+		_ = pty.Setsize(ptm, &pty.Winsize{Rows: ws.Rows, Cols: ws.Cols})
 	}
 	return ptm, pts, nil
 }

@@ -24,7 +24,14 @@ func testRuntime(t testing.TB) *Runtime {
 	if os.Geteuid() != 0 {
 		t.Skip("the local backend needs root (CI runs as root)")
 	}
-	rt, err := New(Options{StateDir: t.TempDir()})
+	// The run directory goes on /dev/shm, a tmpfs everywhere, so that
+	// the runtime need not mount one in the test's temporary directory.
+	run, err := os.MkdirTemp("/dev/shm", "verisim-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(run) })
+	rt, err := New(Options{StateDir: t.TempDir(), RunDir: run})
 	if err != nil {
 		t.Fatal(err)
 	}

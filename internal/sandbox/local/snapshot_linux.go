@@ -155,13 +155,16 @@ func (r *Runtime) RemoveSnapshot(ctx context.Context, snapshot string) error {
 
 // snapshotUsers lists sandboxes whose layers include the snapshot's.
 func (r *Runtime) snapshotUsers(snapshot string) ([]string, error) {
-	ents, err := os.ReadDir(filepath.Join(r.state, "sandboxes"))
+	ents, err := os.ReadDir(r.run)
 	if err != nil {
 		return nil, err
 	}
 	layer := r.layerDir(snapshot)
 	var users []string
 	for _, e := range ents {
+		if !isSandboxDir(e) {
+			continue
+		}
 		m, err := readMeta(r.runDir(e.Name()))
 		if err != nil || !alive(m.InitPID, m.InitTick) {
 			continue
