@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"runtime"
 
 	"golang.org/x/sys/unix"
 )
@@ -19,6 +20,10 @@ func IsInit() bool { return os.Getenv(EnvMarker) == "1" }
 // Main runs the init and never returns. Errors before serving go to the
 // host over FDStatus; the init then exits, which tears the sandbox down.
 func Main() {
+	// Namespaces entered with unshare belong to the calling thread only.
+	// The main goroutine keeps this thread and starts every command, so
+	// that all of them are born in the namespaces set up here.
+	runtime.LockOSThread()
 	os.Clearenv()
 	status := os.NewFile(FDStatus, "status")
 	fail := func(err error) {
@@ -35,6 +40,8 @@ func Main() {
 	if err := json.Unmarshal(b, &cfg); err != nil {
 		fail(fmt.Errorf("decode config: %w", err))
 	}
+	// The kernel's OOM killer must pick a command, never the init.
+	_ = os.WriteFile("/proc/self/oom_score_adj", []byte("-1000"), 0)
 	// Reaping must be in place before the first child can exit.
 	sigs := make(chan os.Signal, 16)
 	signal.Notify(sigs, unix.SIGCHLD)
@@ -51,12 +58,21 @@ func Main() {
 	if err != nil {
 		fail(fmt.Errorf("listen: %w", err))
 	}
+	if cfg.NewCgroupNS {
+		if err := unix.Unshare(unix.CLONE_NEWCGROUP); err != nil {
+			fail(fmt.Errorf("new cgroup namespace: %w", err))
+		}
+	}
 	upper, err := setup(&cfg)
 	if err != nil {
 		fail(err)
 	}
 	srv := newServer()
 	go srv.reap(sigs)
+	go func() {
+		srv.serve(ln)
+		os.Exit(0)
+	}()
 	if cfg.Lifeline {
 		lifeline := os.NewFile(FDLifeline, "lifeline")
 		go func() {
@@ -68,6 +84,5 @@ func Main() {
 	}
 	fmt.Fprintf(status, "ok %d\n", upper)
 	status.Close()
-	srv.serve(ln)
-	os.Exit(0)
+	srv.spawnLoop()
 }

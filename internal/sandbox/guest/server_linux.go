@@ -33,10 +33,40 @@ type server struct {
 	waiting map[int]chan unix.WaitStatus
 	// early keeps statuses of commands reaped before they were registered.
 	early map[int]unix.WaitStatus
+	// spawns carries fork requests to the thread that owns the sandbox's
+	// namespaces.
+	spawns chan spawnReq
+}
+
+type spawnReq struct {
+	path string
+	args []string
+	attr *syscall.ProcAttr
+	done chan spawnRes
+}
+
+type spawnRes struct {
+	pid int
+	err error
 }
 
 func newServer() *server {
-	return &server{waiting: map[int]chan unix.WaitStatus{}, early: map[int]unix.WaitStatus{}}
+	return &server{waiting: map[int]chan unix.WaitStatus{}, early: map[int]unix.WaitStatus{}, spawns: make(chan spawnReq)}
+}
+
+// spawnLoop runs on the main thread for the life of the init.
+func (s *server) spawnLoop() {
+	for r := range s.spawns {
+		pid, err := syscall.ForkExec(r.path, r.args, r.attr)
+		r.done <- spawnRes{pid, err}
+	}
+}
+
+func (s *server) forkExec(path string, args []string, attr *syscall.ProcAttr) (int, error) {
+	done := make(chan spawnRes, 1)
+	s.spawns <- spawnReq{path, args, attr, done}
+	r := <-done
+	return r.pid, r.err
 }
 
 // reap collects every child and orphan of PID 1.
@@ -186,7 +216,7 @@ func (s *server) exec(c *wire.Conn, req *wire.Request) {
 		respondErr(c, &wire.Error{Code: wire.CodeCommandNotFound, Message: err.Error()})
 		return
 	}
-	p, err := startProcess(path, req, dir)
+	p, err := s.startProcess(path, req, dir)
 	if err != nil {
 		respondErr(c, wireErr(err))
 		return
@@ -369,7 +399,7 @@ func (p *proc) closeHost() {
 	}
 }
 
-func startProcess(path string, req *wire.Request, dir string) (*proc, error) {
+func (s *server) startProcess(path string, req *wire.Request, dir string) (*proc, error) {
 	env := req.Env
 	if env == nil {
 		env = []string{"PATH=" + defaultPath}
@@ -429,7 +459,7 @@ func startProcess(path string, req *wire.Request, dir string) (*proc, error) {
 	for i, f := range childFiles {
 		fds[i] = f.Fd()
 	}
-	pid, err := syscall.ForkExec(path, req.Args, &syscall.ProcAttr{Dir: dir, Env: env, Files: fds, Sys: attr})
+	pid, err := s.forkExec(path, req.Args, &syscall.ProcAttr{Dir: dir, Env: env, Files: fds, Sys: attr})
 	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", req.Args[0], err)
 	}

@@ -15,11 +15,6 @@ import (
 // the empty directories "rw" and "root". It returns the descriptor of the
 // writable layer's upper directory.
 func setup(cfg *Config) (upperFD int, err error) {
-	if cfg.NewCgroupNS {
-		if err := unix.Unshare(unix.CLONE_NEWCGROUP); err != nil {
-			return -1, fmt.Errorf("new cgroup namespace: %w", err)
-		}
-	}
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return -1, fmt.Errorf("make mounts private: %w", err)
 	}

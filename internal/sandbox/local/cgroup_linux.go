@@ -350,6 +350,14 @@ func (cg *cgroup) remove() error {
 	return errors.Join(errs...)
 }
 
+// dirFor is the directory holding controller c's files.
+func (cg *cgroup) dirFor(c string) string {
+	if d, ok := cg.Dirs[c]; ok {
+		return d
+	}
+	return cg.Dirs[""]
+}
+
 // pids lists the processes still in the sandbox's cgroups.
 func (cg *cgroup) pids() []int {
 	for _, d := range cg.Dirs {

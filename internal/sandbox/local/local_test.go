@@ -66,6 +66,15 @@ func hostLayer(t testing.TB) string {
 			t.Fatal(err)
 		}
 	}
+	// Debian reaches awk, which and friends through /etc/alternatives.
+	if ents, err := os.ReadDir("/etc/alternatives"); err == nil {
+		os.MkdirAll(filepath.Join(dir, "etc/alternatives"), 0o755)
+		for _, e := range ents {
+			if l, err := os.Readlink(filepath.Join("/etc/alternatives", e.Name())); err == nil {
+				os.Symlink(l, filepath.Join(dir, "etc/alternatives", e.Name()))
+			}
+		}
+	}
 	if err := os.Chown(filepath.Join(dir, "home/dev"), 1000, 1000); err != nil {
 		t.Fatal(err)
 	}

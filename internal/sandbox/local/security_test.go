@@ -1,0 +1,368 @@
+package local
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/verisim/verisim/internal/sandbox"
+	"github.com/verisim/verisim/internal/sandbox/sandboxtest"
+)
+
+// TestSecurity runs the escape and exhaustion checks while 20 other
+// sandboxes work, and then checks that none of them was disturbed.
+func TestSecurity(t *testing.T) {
+	rt := testRuntime(t)
+	ctx := t.Context()
+
+	const neighbours = 20
+	var nbs []sandbox.Sandbox
+	for i := range neighbours {
+		sb, err := rt.Create(ctx, testSpec(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { sb.Close(context.Background()) })
+		nbs = append(nbs, sb)
+		_ = i
+	}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var nbErrs []string
+	for i, sb := range nbs {
+		wg.Go(func() {
+			for n := 0; ; n++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				want := fmt.Sprintf("neighbour %d round %d", i, n)
+				r := sandboxtest.Sh(t, sb, fmt.Sprintf("echo '%s' > mine.txt && cat mine.txt && ls /proc | grep -c '^[0-9]'", want))
+				lines := strings.Split(strings.TrimSpace(r.Stdout), "\n")
+				if len(lines) != 2 || lines[0] != want {
+					mu.Lock()
+					nbErrs = append(nbErrs, fmt.Sprintf("neighbour %d: %q", i, r.Stdout))
+					mu.Unlock()
+				}
+			}
+		})
+	}
+
+	t.Run("checks", func(t *testing.T) {
+		t.Run("ForkBomb", func(t *testing.T) { t.Parallel(); testForkBomb(t, rt) })
+		t.Run("MemoryHog", func(t *testing.T) { t.Parallel(); testMemoryHog(t, rt) })
+		t.Run("DiskQuota", func(t *testing.T) { t.Parallel(); testDiskQuota(t, rt) })
+		t.Run("CgroupEscape", func(t *testing.T) { t.Parallel(); testCgroupEscape(t, rt) })
+		t.Run("BecomeRoot", func(t *testing.T) { t.Parallel(); testBecomeRoot(t, rt) })
+		t.Run("HostWrites", func(t *testing.T) { t.Parallel(); testHostWrites(t, rt) })
+	})
+	close(stop)
+	wg.Wait()
+	for _, e := range nbErrs {
+		t.Error(e)
+	}
+}
+
+func newSandbox(t *testing.T, rt *Runtime, mod func(*sandbox.Spec)) sandbox.Sandbox {
+	t.Helper()
+	spec := testSpec(t)
+	if mod != nil {
+		mod(&spec)
+	}
+	sb, err := rt.Create(t.Context(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sb.Close(context.Background()) })
+	return sb
+}
+
+func testForkBomb(t *testing.T, rt *Runtime) {
+	sb := newSandbox(t, rt, func(s *sandbox.Spec) { s.Limits.PIDs = 64 })
+	var out bytes.Buffer
+	st, err := sb.Run(t.Context(), sandbox.Cmd{
+		Args:    []string{"/bin/bash", "-c", "bomb() { bomb | bomb & }; bomb; sleep 5"},
+		Timeout: 4 * time.Second, Stderr: &out,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !st.TimedOut {
+		t.Logf("fork bomb ended with %+v", st)
+	}
+	// The host still starts processes promptly.
+	start := time.Now()
+	if err := exec.Command("/bin/true").Run(); err != nil {
+		t.Fatalf("host cannot start a process: %v", err)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("host took %v to start a process", d)
+	}
+	b := sb.(*box)
+	pids, _ := os.ReadFile(filepath.Join(b.m.Cgroup.dirFor("pids"), "pids.max"))
+	if strings.TrimSpace(string(pids)) != "64" {
+		t.Errorf("pids.max = %q", pids)
+	}
+	if !strings.Contains(out.String(), "fork") && !strings.Contains(out.String(), "Resource temporarily unavailable") {
+		t.Errorf("fork bomb never hit the limit; stderr: %.200q", out.String())
+	}
+	// The sandbox itself survives and works once the bomb is gone.
+	if r := sandboxtest.Sh(t, sb, "echo alive"); r.Stdout != "alive\n" {
+		t.Errorf("sandbox after fork bomb: %+v", r)
+	}
+}
+
+func testMemoryHog(t *testing.T, rt *Runtime) {
+	sb := newSandbox(t, rt, func(s *sandbox.Spec) { s.Limits.MemoryBytes = 64 << 20 })
+	// awk doubles a string until memory runs out.
+	const hog = `BEGIN { s = "x"; while (1) s = s s }`
+	st, err := sb.Run(t.Context(), sandbox.Cmd{Args: []string{"/bin/sh", "-c", "awk '" + hog + "'; echo survived $?"}, Timeout: 60 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Code != 0 || st.TimedOut {
+		t.Fatalf("the shell around the memory hog did not survive: %+v", st)
+	}
+	r := sandboxtest.Sh(t, sb, "echo alive")
+	if r.Stdout != "alive\n" {
+		t.Errorf("sandbox after OOM: %+v", r)
+	}
+	b := sb.(*box)
+	if b.m.Cgroup.oomKills() == 0 {
+		t.Errorf("no OOM kill recorded in the sandbox's cgroup")
+	}
+	// A command that is itself the hog reports OOMKilled.
+	st, err = sb.Run(t.Context(), sandbox.Cmd{Args: []string{"awk", hog}, Timeout: 60 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !st.OOMKilled {
+		t.Errorf("tail /dev/zero: %+v, want OOMKilled", st)
+	}
+}
+
+func testDiskQuota(t *testing.T, rt *Runtime) {
+	sb := newSandbox(t, rt, func(s *sandbox.Spec) { s.Limits.DiskBytes = 16 << 20 })
+	r := sandboxtest.Sh(t, sb, "head -c 64M /dev/zero > big; echo $?; rm -f big")
+	if !strings.Contains(r.Stderr, "No space left on device") || r.Stdout == "0\n" {
+		t.Errorf("writing past the quota: exit %q, stderr %q", r.Stdout, r.Stderr)
+	}
+	if r := sandboxtest.Sh(t, sb, "echo fine > small && cat small"); r.Stdout != "fine\n" {
+		t.Errorf("sandbox after ENOSPC: %+v", r)
+	}
+}
+
+func testCgroupEscape(t *testing.T, rt *Runtime) {
+	sb := newSandbox(t, rt, func(s *sandbox.Spec) { s.Limits.MemoryBytes = 128 << 20 })
+	r := sandboxtest.Sh(t, sb, `
+for f in /sys/fs/cgroup/cgroup.procs /sys/fs/cgroup/*/cgroup.procs /sys/fs/cgroup/memory/memory.limit_in_bytes; do
+  echo $$ > "$f" 2>/dev/null && echo "wrote $f"
+done
+mount -t cgroup -o memory none /tmp 2>/dev/null && echo mounted
+cat /proc/self/cgroup`)
+	if strings.Contains(r.Stdout, "wrote") || strings.Contains(r.Stdout, "mounted") {
+		t.Errorf("sandbox changed cgroups: %q", r.Stdout)
+	}
+	b := sb.(*box)
+	lim, _ := os.ReadFile(filepath.Join(b.m.Cgroup.dirFor("memory"), "memory.limit_in_bytes"))
+	if strings.TrimSpace(string(lim)) != strconv.Itoa(128<<20) {
+		t.Errorf("memory limit now %q", lim)
+	}
+	// Every process of the sandbox is still in its cgroup.
+	var out bytes.Buffer
+	sb.Run(t.Context(), sandbox.Cmd{Args: []string{"/bin/sh", "-c", "sleep 30 & echo $!"}, Stdout: &out})
+	procs := b.m.Cgroup.pids()
+	if len(procs) < 2 {
+		t.Errorf("cgroup lists %v; want the init and the sleep", procs)
+	}
+	// Inside, the cgroup paths say nothing about verisim.
+	if strings.Contains(r.Stdout, "verisim") || strings.Contains(r.Stdout, b.m.ID) {
+		t.Errorf("/proc/self/cgroup shows host cgroup names: %q", r.Stdout)
+	}
+}
+
+func testBecomeRoot(t *testing.T, rt *Runtime) {
+	sb := newSandbox(t, rt, nil)
+	r := sandboxtest.Sh(t, sb, `
+su -c 'id -u' root </dev/null 2>/dev/null
+su -c 'id -u' </dev/null 2>/dev/null
+sudo -n id -u 2>/dev/null
+newgrp root </dev/null 2>/dev/null
+for f in $(find / -xdev -perm -4000 -type f 2>/dev/null) /usr/bin/su /usr/bin/mount; do
+  "$f" --help </dev/null >/dev/null 2>&1
+done
+id -u
+`)
+	if strings.TrimSpace(r.Stdout) != "1000" {
+		t.Errorf("a command became root: %q", r.Stdout)
+	}
+	// No process in the sandbox runs as root but the init.
+	r = sandboxtest.Sh(t, sb, `for p in /proc/[0-9]*; do u=$(awk '/^Uid:/{print $2}' $p/status 2>/dev/null); [ "$u" = 0 ] && basename $p; done`)
+	if strings.TrimSpace(r.Stdout) != "1" {
+		t.Errorf("root processes in the sandbox: %q", r.Stdout)
+	}
+}
+
+func testHostWrites(t *testing.T, rt *Runtime) {
+	layer := hostLayer(t)
+	sb := newSandbox(t, rt, func(s *sandbox.Spec) { s.Layers = []string{layer} })
+	before, _ := os.ReadFile(filepath.Join(layer, "etc/passwd"))
+	r := sandboxtest.Sh(t, sb, "touch /usr/bin/evil 2>&1; echo x >> /etc/passwd 2>&1; echo rc=$?")
+	if _, err := os.Stat("/usr/bin/evil"); err == nil {
+		os.Remove("/usr/bin/evil")
+		t.Fatal("sandbox wrote into the host's /usr")
+	}
+	after, _ := os.ReadFile(filepath.Join(layer, "etc/passwd"))
+	if !bytes.Equal(before, after) {
+		t.Errorf("sandbox changed its image layer")
+	}
+	_ = r
+	// Even root inside cannot write the read-only /usr.
+	var out bytes.Buffer
+	sb.Run(t.Context(), sandbox.Cmd{Args: []string{"/bin/sh", "-c", "touch /usr/evil2 2>&1"}, User: &sandbox.User{}, Stdout: &out})
+	if _, err := os.Stat("/usr/evil2"); err == nil {
+		os.Remove("/usr/evil2")
+		t.Fatal("root in the sandbox wrote into the host's /usr")
+	}
+}
+
+// TestCloseLeavesNothing checks that a closed sandbox has no process,
+// mount, cgroup or directory left.
+func TestCloseLeavesNothing(t *testing.T) {
+	rt := testRuntime(t)
+	sb, err := rt.Create(t.Context(), testSpec(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sandboxtest.Sh(t, sb, "sleep 300 >/dev/null 2>&1 & echo data > f")
+	b := sb.(*box)
+	if err := sb.Close(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	assertGone(t, rt, b.m)
+}
+
+func assertGone(t *testing.T, rt *Runtime, m *meta) {
+	t.Helper()
+	if alive(m.InitPID, m.InitTick) {
+		t.Errorf("init %d still running", m.InitPID)
+	}
+	for c, d := range m.Cgroup.Dirs {
+		if _, err := os.Stat(d); err == nil {
+			t.Errorf("%s cgroup %s still there", c, d)
+		}
+	}
+	if _, err := os.Stat(rt.runDir(m.ID)); err == nil {
+		t.Errorf("run directory still there")
+	}
+	f, _ := os.Open("/proc/self/mountinfo")
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if strings.Contains(sc.Text(), m.ID) {
+			t.Errorf("mount left: %s", sc.Text())
+		}
+	}
+}
+
+// TestGCAfterCrash kills a process that owns sandboxes with SIGKILL and
+// checks that GC removes all it left.
+func TestGCAfterCrash(t *testing.T) {
+	rt := testRuntime(t)
+	cmd := exec.Command(os.Args[0], "-test.run", "^TestCrashHelper$")
+	cmd.Env = append(os.Environ(), "VERISIM_CRASH_STATE="+rt.state, "VERISIM_CRASH_RUN="+rt.run, "VERISIM_CRASH_LAYER="+hostLayer(t))
+	stdout, _ := cmd.StdoutPipe()
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(stdout)
+	var ids []string
+	for sc.Scan() {
+		if id, ok := strings.CutPrefix(sc.Text(), "SANDBOX "); ok {
+			ids = append(ids, id)
+		}
+		if sc.Text() == "READY" {
+			break
+		}
+	}
+	if len(ids) != 3 {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("helper made %d sandboxes", len(ids))
+	}
+	var metas []*meta
+	for _, id := range ids {
+		m, err := readMeta(rt.runDir(id))
+		if err != nil {
+			t.Fatal(err)
+		}
+		metas = append(metas, m)
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+
+	rep, err := rt.GC(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("gc: %+v", rep)
+	for _, m := range metas {
+		if m.Keep {
+			// A kept sandbox is meant to outlive its creator; gc leaves it.
+			if !alive(m.InitPID, m.InitTick) {
+				t.Errorf("kept sandbox %s died", m.ID)
+			}
+			sb, err := rt.Open(t.Context(), m.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r := sandboxtest.Sh(t, sb, "cat f"); r.Stdout != "data\n" {
+				t.Errorf("kept sandbox lost its state: %+v", r)
+			}
+			if err := sb.Close(t.Context()); err != nil {
+				t.Error(err)
+			}
+		}
+		assertGone(t, rt, m)
+	}
+	if rep.Sandboxes != 2 {
+		t.Errorf("gc removed %d sandboxes, want 2", rep.Sandboxes)
+	}
+}
+
+// TestCrashHelper is the process TestGCAfterCrash kills.
+func TestCrashHelper(t *testing.T) {
+	state := os.Getenv("VERISIM_CRASH_STATE")
+	if state == "" {
+		t.Skip("helper process for TestGCAfterCrash")
+	}
+	rt, err := New(Options{StateDir: state, RunDir: os.Getenv("VERISIM_CRASH_RUN")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := testSpec(t)
+	spec.Layers = []string{os.Getenv("VERISIM_CRASH_LAYER")}
+	for _, keep := range []bool{false, false, true} {
+		spec.Keep = keep
+		sb, err := rt.Create(context.Background(), spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sandboxtest.Sh(t, sb, "echo data > f; sleep 300 >/dev/null 2>&1 &")
+		fmt.Printf("SANDBOX %s\n", sb.ID())
+	}
+	fmt.Println("READY")
+	time.Sleep(time.Minute)
+}
