@@ -114,6 +114,8 @@ const (
 // ForkOptions change what may differ between forks of one snapshot.
 type ForkOptions struct {
 	Labels map[string]string
+	// Keep is the fork's Spec.Keep.
+	Keep bool
 }
 
 // Cmd is a command to run in a sandbox.
@@ -183,6 +185,8 @@ type Manager interface {
 	List(ctx context.Context) ([]Info, error)
 	// Open reattaches to a running sandbox by id.
 	Open(ctx context.Context, id string) (Sandbox, error)
+	// Remove destroys a sandbox by id, running or stopped.
+	Remove(ctx context.Context, id string) error
 	// GC removes everything that crashed processes left behind.
 	GC(ctx context.Context) (GCReport, error)
 }

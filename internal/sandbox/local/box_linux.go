@@ -381,3 +381,6 @@ func (b *box) upperPath() string {
 }
 
 var _ io.Reader
+
+// InitPID is the host pid of the sandbox's init, for measurements.
+func (b *box) InitPID() int { return b.m.InitPID }

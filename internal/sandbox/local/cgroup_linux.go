@@ -156,9 +156,9 @@ type cgroup struct {
 	Dirs map[string]string `json:"dirs"`
 }
 
-// create makes the sandbox's cgroups and writes its limits. On error it
+// create makes the sandbox's cgroups, with no limits yet. On error it
 // removes what it made.
-func (cs *cgroupSetup) create(id string, lim sandbox.Limits) (cg *cgroup, retErr error) {
+func (cs *cgroupSetup) create(id string) (cg *cgroup, retErr error) {
 	cg = &cgroup{Dirs: map[string]string{}}
 	defer func() {
 		if retErr != nil {
@@ -176,15 +176,23 @@ func (cs *cgroupSetup) create(id string, lim sandbox.Limits) (cg *cgroup, retErr
 		cg.Dirs[""] = d
 	}
 	for c, base := range cs.v1 {
-		if err := os.MkdirAll(base, 0o755); err != nil {
-			return nil, fmt.Errorf("create %s cgroup parent: %w", c, err)
-		}
 		d := filepath.Join(base, id)
-		if err := os.Mkdir(d, 0o755); err != nil {
+		err := os.Mkdir(d, 0o755)
+		if errors.Is(err, os.ErrNotExist) {
+			if err = os.MkdirAll(base, 0o755); err == nil {
+				err = os.Mkdir(d, 0o755)
+			}
+		}
+		if err != nil {
 			return nil, fmt.Errorf("create %s cgroup: %w", c, err)
 		}
 		cg.Dirs[c] = d
 	}
+	return cg, nil
+}
+
+// setLimits writes lim into the cgroups.
+func (cg *cgroup) setLimits(cs *cgroupSetup, lim sandbox.Limits) error {
 	need := func(c string, what string) (string, error) {
 		if d, ok := cg.Dirs[c]; ok {
 			return d, nil
@@ -197,7 +205,7 @@ func (cs *cgroupSetup) create(id string, lim sandbox.Limits) (cg *cgroup, retErr
 	if lim.MemoryBytes > 0 {
 		d, err := need("memory", "memory")
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if cs.usesV2("memory") {
 			err = writeFile(d, "memory.max", strconv.FormatInt(lim.MemoryBytes, 10))
@@ -217,22 +225,22 @@ func (cs *cgroupSetup) create(id string, lim sandbox.Limits) (cg *cgroup, retErr
 			}
 		}
 		if err != nil {
-			return nil, fmt.Errorf("set memory limit: %w", err)
+			return fmt.Errorf("set memory limit: %w", err)
 		}
 	}
 	if lim.PIDs > 0 {
 		d, err := need("pids", "pids")
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if err := writeFile(d, "pids.max", strconv.FormatInt(lim.PIDs, 10)); err != nil {
-			return nil, fmt.Errorf("set pids limit: %w", err)
+			return fmt.Errorf("set pids limit: %w", err)
 		}
 	}
 	if lim.CPUs > 0 {
 		d, err := need("cpu", "cpu")
 		if err != nil {
-			return nil, err
+			return err
 		}
 		const period = 100000
 		quota := int64(lim.CPUs * period)
@@ -245,10 +253,10 @@ func (cs *cgroupSetup) create(id string, lim sandbox.Limits) (cg *cgroup, retErr
 			}
 		}
 		if err != nil {
-			return nil, fmt.Errorf("set cpu limit: %w", err)
+			return fmt.Errorf("set cpu limit: %w", err)
 		}
 	}
-	return cg, nil
+	return nil
 }
 
 // prepareV2 enables our controllers for sandboxes on the unified hierarchy.

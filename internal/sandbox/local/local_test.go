@@ -1,6 +1,8 @@
 package local
 
 import (
+	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -21,6 +23,11 @@ func TestMain(m *testing.M) {
 // the machine cannot run local sandboxes.
 func testRuntime(t testing.TB) *Runtime {
 	t.Helper()
+	return testRuntimeWarm(t, 0)
+}
+
+func testRuntimeWarm(t testing.TB, warm int) *Runtime {
+	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("the local backend needs root (CI runs as root)")
 	}
@@ -31,10 +38,24 @@ func testRuntime(t testing.TB) *Runtime {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(run) })
-	rt, err := New(Options{StateDir: t.TempDir(), RunDir: run})
+	rt, err := New(Options{StateDir: t.TempDir(), RunDir: run, Warm: warm})
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() {
+		if err := rt.Close(context.Background()); err != nil {
+			t.Errorf("close runtime: %v", err)
+		}
+		// Nothing of the runtime's may be left: no run directory, no
+		// cgroup, no init.
+		if ents, _ := os.ReadDir(run); len(ents) > 1 {
+			var names []string
+			for _, e := range ents {
+				names = append(names, e.Name())
+			}
+			t.Errorf("run directory not empty after close: %v", names)
+		}
+	})
 	return rt
 }
 
@@ -93,10 +114,14 @@ func testSpec(t testing.TB) sandbox.Spec {
 }
 
 func TestConformance(t *testing.T) {
-	rt := testRuntime(t)
-	sandboxtest.Run(t, sandboxtest.Harness{
-		Runtime:  rt,
-		Spec:     func(t *testing.T) sandbox.Spec { return testSpec(t) },
-		Isolated: true,
-	})
+	for _, warm := range []int{0, 2} {
+		t.Run(fmt.Sprintf("warm=%d", warm), func(t *testing.T) {
+			rt := testRuntimeWarm(t, warm)
+			sandboxtest.Run(t, sandboxtest.Harness{
+				Runtime:  rt,
+				Spec:     func(t *testing.T) sandbox.Spec { return testSpec(t) },
+				Isolated: true,
+			})
+		})
+	}
 }

@@ -33,6 +33,12 @@ type Options struct {
 	// cost 10-40x more on a journalling disk filesystem. When it is not,
 	// New mounts a small tmpfs on it (the way "ip netns" treats /run/netns).
 	RunDir string
+	// Warm keeps this many inits started ahead of time, each already in
+	// fresh namespaces and cgroups, so that Create only has to configure
+	// one. It suits long-running callers that create many sandboxes; the
+	// pool is refilled in the background and emptied by Close. 0 starts
+	// every init on demand.
+	Warm   int
 	Logger *slog.Logger
 }
 
@@ -42,6 +48,10 @@ type Runtime struct {
 	run   string
 	log   *slog.Logger
 	cg    *cgroupSetup
+	pool       chan *initProc
+	poolMu     sync.Mutex
+	poolClosed bool
+	poolWG     sync.WaitGroup
 	// initPath names the binary to start as init: a link to /proc/self/exe
 	// called "systemd", so that /proc/1/comm inside reads like a real
 	// machine's.
@@ -83,7 +93,14 @@ func New(opts Options) (*Runtime, error) {
 			return nil, err
 		}
 	}
-	return &Runtime{state: opts.StateDir, run: opts.RunDir, log: log, cg: cg, initPath: initPath}, nil
+	r := &Runtime{state: opts.StateDir, run: opts.RunDir, log: log, cg: cg, initPath: initPath}
+	if opts.Warm > 0 {
+		r.pool = make(chan *initProc, opts.Warm)
+		for range opts.Warm {
+			r.refill()
+		}
+	}
+	return r, nil
 }
 
 // ensureTmpfs makes dir exist and be a tmpfs.
@@ -124,6 +141,8 @@ type meta struct {
 	Keep     bool         `json:"keep"`
 	Cgroup   *cgroup      `json:"cgroup"`
 	Created  time.Time    `json:"created"`
+	// Pooled marks an init waiting in the warm pool, not yet a sandbox.
+	Pooled bool `json:"pooled,omitempty"`
 }
 
 func (r *Runtime) runDir(id string) string { return filepath.Join(r.run, id) }
@@ -145,96 +164,31 @@ func (r *Runtime) create(ctx context.Context, spec sandbox.Spec) (_ *box, retErr
 			return nil, fmt.Errorf("image layer %q is not an absolute path", l)
 		}
 	}
-	var cleanup []func()
+	ip, err := r.takeInit()
+	if err != nil {
+		return nil, err
+	}
 	defer func() {
 		if retErr != nil {
-			for i := len(cleanup) - 1; i >= 0; i-- {
-				cleanup[i]()
-			}
+			ip.discard()
 		}
 	}()
-
-	// The init is started first: its runtime start-up (the larger part of
-	// creating a sandbox) overlaps with the host preparing the run
-	// directory and cgroups. It waits for its config before touching
-	// anything.
-	cfgR, cfgW, err := os.Pipe()
-	if err != nil {
+	if err := ip.cg.setLimits(r.cg, spec.Limits); err != nil {
 		return nil, err
 	}
-	defer cfgW.Close()
-	defer cfgR.Close()
-	statR, statW, err := os.Pipe()
-	if err != nil {
-		return nil, err
-	}
-	defer statR.Close()
-	defer statW.Close()
-	files := []*os.File{cfgR, statW}
-	var lifeW *os.File
-	if !spec.Keep {
-		lifeR, w, err := os.Pipe()
-		if err != nil {
-			return nil, err
-		}
-		defer lifeR.Close()
-		lifeW = w
-		files = append(files, lifeR)
-		cleanup = append(cleanup, func() { lifeW.Close() })
-	}
-	cmd := &exec.Cmd{
-		Path:       r.initPath,
-		Args:       []string{"/sbin/init"},
-		Env:        []string{guest.EnvMarker + "=1"},
-		Dir:        "/",
-		ExtraFiles: files,
-		SysProcAttr: &syscall.SysProcAttr{
-			Cloneflags: unix.CLONE_NEWNS | unix.CLONE_NEWPID | unix.CLONE_NEWUTS | unix.CLONE_NEWIPC | unix.CLONE_NEWNET,
-			Setsid:     true,
-		},
-	}
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start sandbox init: %w", err)
-	}
-	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
-	cleanup = append(cleanup, func() { _ = cmd.Process.Kill(); <-done })
-	cfgR.Close()
-	statW.Close()
-
-	id := newID()
-	dir := r.runDir(id)
-	if err := os.Mkdir(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("create run directory: %w", err)
-	}
-	cleanup = append(cleanup, func() { os.RemoveAll(dir) })
 	names := make([]string, len(spec.Layers))
 	for i, l := range spec.Layers {
 		names[i] = strconv.Itoa(i)
-		if err := os.Symlink(l, filepath.Join(dir, names[i])); err != nil {
+		if err := os.Symlink(l, filepath.Join(ip.dir, names[i])); err != nil {
 			return nil, err
 		}
 	}
-	for _, d := range []string{"rw", "root"} {
-		if err := os.Mkdir(filepath.Join(dir, d), 0o755); err != nil {
-			return nil, err
-		}
-	}
-	cg, err := r.cg.create(id, spec.Limits)
-	if err != nil {
-		return nil, err
-	}
-	cleanup = append(cleanup, func() { cg.remove() })
-	if err := cg.add(cmd.Process.Pid); err != nil {
-		return nil, err
-	}
-
 	binds := make([]guest.Bind, len(spec.Binds))
 	for i, b := range spec.Binds {
 		binds[i] = guest.Bind{Source: b.Source, Target: b.Target, ReadOnly: b.ReadOnly}
 	}
 	cfg := guest.Config{
-		Dir:         dir,
+		Dir:         ip.dir,
 		Layers:      names,
 		DiskBytes:   spec.Limits.DiskBytes,
 		Hostname:    spec.Hostname,
@@ -243,23 +197,200 @@ func (r *Runtime) create(ctx context.Context, spec sandbox.Spec) (_ *box, retErr
 		NewCgroupNS: true,
 	}
 	b, _ := json.Marshal(cfg)
-	if _, err := cfgW.Write(b); err != nil {
+	if _, err := ip.cfgW.Write(b); err != nil {
 		return nil, fmt.Errorf("configure sandbox init: %w", err)
 	}
-	cfgW.Close()
-
-	upperFD, err := readStatus(ctx, statR)
+	ip.cfgW.Close()
+	upperFD, err := readStatus(ctx, ip.statR)
+	ip.statR.Close()
 	if err != nil {
 		return nil, err
 	}
 	m := &meta{
-		ID: id, Spec: spec, InitPID: cmd.Process.Pid, InitTick: startTick(cmd.Process.Pid),
-		UpperFD: upperFD, Creator: os.Getpid(), Keep: spec.Keep, Cgroup: cg, Created: time.Now().UTC(),
+		ID: ip.id, Spec: spec, InitPID: ip.cmd.Process.Pid, InitTick: ip.tick,
+		UpperFD: upperFD, Creator: os.Getpid(), Keep: spec.Keep, Cgroup: ip.cg, Created: time.Now().UTC(),
 	}
-	if err := writeJSONAtomic(filepath.Join(dir, "meta.json"), m); err != nil {
+	if err := writeJSONAtomic(filepath.Join(ip.dir, "meta.json"), m); err != nil {
 		return nil, err
 	}
-	return &box{rt: r, m: m, dir: dir, sock: filepath.Join(dir, guest.SocketName), done: done, lifeline: lifeW}, nil
+	if spec.Keep {
+		// A kept sandbox outlives this process; its init ignores the
+		// lifeline.
+		ip.lifeW.Close()
+		ip.lifeW = nil
+	}
+	return &box{rt: r, m: m, dir: ip.dir, sock: filepath.Join(ip.dir, guest.SocketName), done: ip.done, lifeline: ip.lifeW}, nil
+}
+
+// initProc is a started init waiting for its config: in fresh namespaces,
+// in its own (still unlimited) cgroups, with an empty run directory.
+type initProc struct {
+	id    string
+	dir   string
+	cmd   *exec.Cmd
+	tick  uint64
+	done  chan struct{}
+	cg    *cgroup
+	cfgW  *os.File
+	statR *os.File
+	lifeW *os.File
+}
+
+// takeInit returns a pooled init, or starts one, and has the pool
+// refilled in the background.
+func (r *Runtime) takeInit() (*initProc, error) {
+	if r.pool == nil {
+		return r.startInit()
+	}
+	defer r.refill()
+	select {
+	case ip := <-r.pool:
+		if alive(ip.cmd.Process.Pid, ip.tick) {
+			return ip, nil
+		}
+		ip.discard()
+	default:
+	}
+	return r.startInit()
+}
+
+// refill starts one init for the pool, unless the runtime is closing.
+func (r *Runtime) refill() {
+	r.poolMu.Lock()
+	defer r.poolMu.Unlock()
+	if r.poolClosed {
+		return
+	}
+	r.poolWG.Add(1)
+	go func() {
+		defer r.poolWG.Done()
+		ip, err := r.startInit()
+		if err != nil {
+			r.log.Warn("warm sandbox pool: start init", "err", err)
+			return
+		}
+		select {
+		case r.pool <- ip:
+		default:
+			ip.discard()
+		}
+	}()
+}
+
+// Close stops the warm pool and kills the inits waiting in it. Sandboxes
+// already created are not affected.
+func (r *Runtime) Close(ctx context.Context) error {
+	if r.pool == nil {
+		return nil
+	}
+	r.poolMu.Lock()
+	r.poolClosed = true
+	r.poolMu.Unlock()
+	r.poolWG.Wait()
+	for {
+		select {
+		case ip := <-r.pool:
+			ip.discard()
+		default:
+			return nil
+		}
+	}
+}
+
+// startInit starts an init process first, so that its runtime start-up
+// (the larger part of creating a sandbox) overlaps with the host preparing
+// its run directory and cgroups. The init waits for its config before it
+// touches anything.
+func (r *Runtime) startInit() (_ *initProc, retErr error) {
+	ip := &initProc{id: newID()}
+	var toClose []*os.File
+	defer func() {
+		for _, f := range toClose {
+			f.Close()
+		}
+		if retErr != nil {
+			ip.discard()
+		}
+	}()
+	cfgR, cfgW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	ip.cfgW = cfgW
+	toClose = append(toClose, cfgR)
+	statR, statW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	ip.statR = statR
+	toClose = append(toClose, statW)
+	lifeR, lifeW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	ip.lifeW = lifeW
+	toClose = append(toClose, lifeR)
+	ip.cmd = &exec.Cmd{
+		Path:       r.initPath,
+		Args:       []string{"/sbin/init"},
+		Env:        []string{guest.EnvMarker + "=1"},
+		Dir:        "/",
+		ExtraFiles: []*os.File{cfgR, statW, lifeR},
+		SysProcAttr: &syscall.SysProcAttr{
+			Cloneflags: unix.CLONE_NEWNS | unix.CLONE_NEWPID | unix.CLONE_NEWUTS | unix.CLONE_NEWIPC | unix.CLONE_NEWNET,
+			Setsid:     true,
+		},
+	}
+	if err := ip.cmd.Start(); err != nil {
+		ip.cmd = nil
+		return nil, fmt.Errorf("start sandbox init: %w", err)
+	}
+	ip.done = make(chan struct{})
+	go func() { _ = ip.cmd.Wait(); close(ip.done) }()
+
+	ip.dir = r.runDir(ip.id)
+	if err := os.Mkdir(ip.dir, 0o700); err != nil {
+		return nil, fmt.Errorf("create run directory: %w", err)
+	}
+	for _, d := range []string{"rw", "root"} {
+		if err := os.Mkdir(filepath.Join(ip.dir, d), 0o755); err != nil {
+			return nil, err
+		}
+	}
+	cg, err := r.cg.create(ip.id)
+	if err != nil {
+		return nil, err
+	}
+	ip.cg = cg
+	if err := cg.add(ip.cmd.Process.Pid); err != nil {
+		return nil, err
+	}
+	ip.tick = startTick(ip.cmd.Process.Pid)
+	// GC must see who owns this init even before it becomes a sandbox.
+	m := &meta{ID: ip.id, InitPID: ip.cmd.Process.Pid, InitTick: ip.tick, Creator: os.Getpid(), Cgroup: cg, Created: time.Now().UTC(), Pooled: true}
+	if err := writeJSONAtomic(filepath.Join(ip.dir, "meta.json"), m); err != nil {
+		return nil, err
+	}
+	return ip, nil
+}
+
+// discard kills the init and removes what was made for it.
+func (ip *initProc) discard() {
+	if ip.cmd != nil && ip.cmd.Process != nil {
+		_ = ip.cmd.Process.Kill()
+		<-ip.done
+	}
+	for _, f := range []*os.File{ip.cfgW, ip.statR, ip.lifeW} {
+		if f != nil {
+			f.Close()
+		}
+	}
+	if ip.cg != nil {
+		ip.cg.remove()
+	}
+	if ip.dir != "" {
+		os.RemoveAll(ip.dir)
+	}
 }
 
 // readStatus waits for the init's "ok <upper fd>" line or its error.
@@ -348,10 +479,26 @@ func (r *Runtime) Open(ctx context.Context, id string) (sandbox.Sandbox, error) 
 		}
 		return nil, err
 	}
+	if m.Pooled {
+		return nil, fmt.Errorf("%w: %s", sandbox.ErrNotFound, id)
+	}
 	if !alive(m.InitPID, m.InitTick) {
 		return nil, fmt.Errorf("%w: %s has stopped; run verisim sandbox gc to remove its remains", sandbox.ErrNotFound, id)
 	}
 	return &box{rt: r, m: m, dir: dir, sock: filepath.Join(dir, guest.SocketName)}, nil
+}
+
+// Remove implements sandbox.Manager.
+func (r *Runtime) Remove(ctx context.Context, id string) error {
+	dir := r.runDir(filepath.Base(id))
+	m, err := readMeta(dir)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("%w: %s (see verisim sandbox ls)", sandbox.ErrNotFound, id)
+		}
+		return err
+	}
+	return (&box{rt: r, m: m, dir: dir}).destroy(ctx)
 }
 
 // List returns the sandboxes with a run directory, live or not.
@@ -368,6 +515,9 @@ func (r *Runtime) List(ctx context.Context) ([]sandbox.Info, error) {
 		m, err := readMeta(r.runDir(e.Name()))
 		if err != nil {
 			out = append(out, sandbox.Info{ID: e.Name(), State: "broken"})
+			continue
+		}
+		if m.Pooled {
 			continue
 		}
 		st := "running"
@@ -464,4 +614,3 @@ func processAlive(pid int) bool {
 	return pid > 0 && unix.Kill(pid, 0) == nil
 }
 
-var _ = sync.Once{}

@@ -118,6 +118,7 @@ func (r *Runtime) Fork(ctx context.Context, snapshot string, opts sandbox.ForkOp
 		spec.Labels[k] = v
 	}
 	spec.Labels[labelSnapshot] = snapshot
+	spec.Keep = opts.Keep
 	return r.create(ctx, spec)
 }
 

@@ -1,0 +1,84 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/verisim/verisim/internal/bench"
+)
+
+func (a *app) benchCmd() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "bench",
+		Short: "Measure verisim against its peers, side by side",
+	}
+	c.AddCommand(a.benchSandboxCmd())
+	return c
+}
+
+func (a *app) benchSandboxCmd() *cobra.Command {
+	var m machineFlags
+	var runs, idle int
+	var peers string
+	var skipBig bool
+	c := &cobra.Command{
+		Use:   "sandbox",
+		Short: "Sandbox latency and memory against bubblewrap, runc and fork/exec",
+		Long: `Runs each scenario --runs times (after a short warm-up) and prints p50 / p99
+latencies in milliseconds, with the peers doing the same work in the same run:
+bwrap with a read-only root, runc, runc with a per-run overlay, and a bare
+fork/exec. Missing peers are skipped with a note; scripts/bench.sh installs
+them from Debian first. Needs root.`,
+		Example: `  verisim bench sandbox
+  verisim bench sandbox --runs 300 --peers bwrap,runc
+  scripts/bench.sh`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if runs < 100 {
+				return usageErr("--runs %d: use at least 100 for a meaningful p99", runs)
+			}
+			ctx := cmd.Context()
+			rt, err := a.runtime()
+			if err != nil {
+				return err
+			}
+			spec, err := a.spec(ctx, &m)
+			if err != nil {
+				return err
+			}
+			work := filepath.Join(a.cfg.StateDir, "bench")
+			if err := os.MkdirAll(work, 0o700); err != nil {
+				return err
+			}
+			sizes := []int64{20 << 20, 2 << 30}
+			if skipBig {
+				sizes = sizes[:1]
+			}
+			var ps []string
+			for _, p := range strings.Split(peers, ",") {
+				if p = strings.TrimSpace(p); p != "" {
+					ps = append(ps, p)
+				}
+			}
+			t, err := bench.Sandbox(ctx, bench.SandboxOptions{
+				Runtime: rt, Spec: spec, Runs: runs, Peers: ps, WorkDir: work,
+				Idle: idle, ForkSizes: sizes, Progress: os.Stderr,
+			})
+			if err != nil {
+				return err
+			}
+			fmt.Printf("\nverisim bench sandbox --runs %d (backend %s, image %s, limits %s)\n\n", runs, rt.Name(), m.image, m.limits)
+			return t.Write(os.Stdout)
+		},
+	}
+	m.register(c)
+	c.Flags().IntVar(&runs, "runs", 100, "runs per scenario")
+	c.Flags().IntVar(&idle, "idle", 200, "idle sandboxes held at once for the memory row (0 skips it)")
+	c.Flags().StringVar(&peers, "peers", "bwrap,runc,runc+overlay,fork/exec", "peers to compare with")
+	c.Flags().BoolVar(&skipBig, "skip-2g", false, "skip the 2 GB workspace fork row")
+	return c
+}

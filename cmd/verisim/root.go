@@ -1,0 +1,223 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/verisim/verisim/internal/image"
+	"github.com/verisim/verisim/internal/machine"
+	"github.com/verisim/verisim/internal/persona"
+	"github.com/verisim/verisim/internal/sandbox"
+	"github.com/verisim/verisim/internal/sandbox/local"
+	"github.com/verisim/verisim/internal/sandbox/process"
+)
+
+// config is everything the global flags set.
+type config struct {
+	StateDir string
+	RunDir   string
+	Backend  string
+	LogLevel string
+}
+
+// app holds what commands share once flags are parsed.
+type app struct {
+	cfg config
+	log *slog.Logger
+}
+
+func newRoot() *cobra.Command {
+	a := &app{}
+	root := &cobra.Command{
+		Use:   "verisim",
+		Short: "Realistic sandboxes and RL training for coding agents",
+		Long: `verisim runs coding agents inside sandboxes that look like a developer's
+own machine, rewards them with hidden tests, and trains them with RL.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
+			var lvl slog.Level
+			if err := lvl.UnmarshalText([]byte(a.cfg.LogLevel)); err != nil {
+				return usageErr("--log-level %q: use debug, info, warn or error", a.cfg.LogLevel)
+			}
+			a.log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lvl}))
+			return nil
+		},
+	}
+	state, run := defaultDirs()
+	f := root.PersistentFlags()
+	f.StringVar(&a.cfg.StateDir, "state", state, "directory for images, layers and snapshots")
+	f.StringVar(&a.cfg.RunDir, "run-dir", run, "directory (tmpfs) for live sandboxes")
+	f.StringVar(&a.cfg.Backend, "backend", "local", `sandbox backend: "local" (namespaces, needs root) or "process" (no isolation)`)
+	f.StringVar(&a.cfg.LogLevel, "log-level", "warn", "debug, info, warn or error")
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return withCode(exitUsage, err) })
+	root.AddCommand(a.sandboxCmd(), a.fidelityCmd(), a.imageCmd(), a.benchCmd())
+	return root
+}
+
+func usageErr(format string, args ...any) error {
+	return withCode(exitUsage, fmt.Errorf(format, args...))
+}
+
+// defaultDirs follows the usual places: system directories for root, the
+// XDG ones for a user.
+func defaultDirs() (state, run string) {
+	if os.Geteuid() == 0 {
+		return "/var/lib/verisim", "/run/verisim"
+	}
+	home, _ := os.UserHomeDir()
+	state = filepath.Join(home, ".local", "share", "verisim")
+	if x := os.Getenv("XDG_DATA_HOME"); x != "" {
+		state = filepath.Join(x, "verisim")
+	}
+	run = filepath.Join(state, "run")
+	if x := os.Getenv("XDG_RUNTIME_DIR"); x != "" {
+		run = filepath.Join(x, "verisim")
+	}
+	return state, run
+}
+
+// runtime builds the configured sandbox backend.
+func (a *app) runtime() (sandbox.Runtime, error) {
+	switch a.cfg.Backend {
+	case "local":
+		if runtime.GOOS != "linux" {
+			return nil, usageErr("the local backend runs on Linux only; use --backend process")
+		}
+		return local.New(local.Options{StateDir: a.cfg.StateDir, RunDir: a.cfg.RunDir, Logger: a.log})
+	case "process":
+		return process.New(filepath.Join(a.cfg.StateDir, "process"), a.log)
+	default:
+		return nil, usageErr("unknown backend %q: use local or process", a.cfg.Backend)
+	}
+}
+
+func (a *app) manager() (sandbox.Manager, error) {
+	rt, err := a.runtime()
+	if err != nil {
+		return nil, err
+	}
+	m, ok := rt.(sandbox.Manager)
+	if !ok {
+		return nil, usageErr("the %s backend does not keep sandboxes between commands; use --backend local", rt.Name())
+	}
+	return m, nil
+}
+
+// machineFlags are the flags that describe a machine.
+type machineFlags struct {
+	image   string
+	persona string
+	repo    string
+	limits  string
+	keep    bool
+}
+
+func (m *machineFlags) register(c *cobra.Command) {
+	f := c.Flags()
+	f.StringVar(&m.image, "image", "host", `root filesystem: "host", a directory, an OCI archive (.tar) or a name from "verisim image build"`)
+	f.StringVar(&m.persona, "persona", "", "persona YAML file (default: the built-in developer)")
+	f.StringVar(&m.repo, "repo", "", "git checkout to clone into the persona's workspace")
+	f.StringVar(&m.limits, "limits", defaultLimits, "resource limits: memory=SIZE,pids=N,cpus=N,disk=SIZE (0 = none)")
+}
+
+const defaultLimits = "memory=4g,pids=4096,cpus=0,disk=10g"
+
+// spec resolves the machine flags into a sandbox spec.
+func (a *app) spec(ctx context.Context, m *machineFlags) (sandbox.Spec, error) {
+	lim, err := parseLimits(m.limits)
+	if err != nil {
+		return sandbox.Spec{}, withCode(exitUsage, err)
+	}
+	var p *persona.Persona
+	if m.persona != "" {
+		p, err = persona.Load(m.persona)
+		if err != nil {
+			return sandbox.Spec{}, withCode(exitPersona, err)
+		}
+	}
+	if m.repo != "" {
+		if _, err := os.Stat(m.repo); err != nil {
+			return sandbox.Spec{}, withCode(exitRepo, fmt.Errorf("repo path %s does not exist; pass a git checkout with --repo", m.repo))
+		}
+	}
+	store := image.NewStore(filepath.Join(a.cfg.StateDir, "images"))
+	img, err := store.Resolve(ctx, m.image)
+	if err != nil {
+		return sandbox.Spec{}, withCode(exitImage, err)
+	}
+	b := machine.NewBuilder(filepath.Join(a.cfg.StateDir, "layers"))
+	spec, err := b.Spec(ctx, machine.Machine{Image: img, Persona: p, Repo: m.repo, Limits: lim, Keep: m.keep})
+	if errors.Is(err, machine.ErrRepo) {
+		return spec, withCode(exitRepo, err)
+	}
+	return spec, err
+}
+
+// parseLimits reads "memory=4g,pids=4096,cpus=2,disk=10g".
+func parseLimits(s string) (sandbox.Limits, error) {
+	var lim sandbox.Limits
+	if strings.TrimSpace(s) == "" {
+		return lim, nil
+	}
+	for _, kv := range strings.Split(s, ",") {
+		k, v, ok := strings.Cut(strings.TrimSpace(kv), "=")
+		if !ok {
+			return lim, fmt.Errorf("--limits %q: want key=value pairs such as memory=4g,pids=4096", kv)
+		}
+		var err error
+		switch k {
+		case "memory":
+			lim.MemoryBytes, err = parseSize(v)
+		case "disk":
+			lim.DiskBytes, err = parseSize(v)
+		case "pids":
+			_, err = fmt.Sscanf(v, "%d", &lim.PIDs)
+		case "cpus":
+			_, err = fmt.Sscanf(v, "%g", &lim.CPUs)
+		default:
+			return lim, fmt.Errorf("--limits: unknown limit %q; use memory, pids, cpus or disk", k)
+		}
+		if err != nil {
+			return lim, fmt.Errorf("--limits %s=%q: not a valid value", k, v)
+		}
+	}
+	if lim.MemoryBytes < 0 || lim.DiskBytes < 0 || lim.PIDs < 0 || lim.CPUs < 0 {
+		return lim, fmt.Errorf("--limits: values cannot be negative")
+	}
+	return lim, nil
+}
+
+// parseSize reads 512, 64k, 512m, 4g, 1t (powers of 1024).
+func parseSize(s string) (int64, error) {
+	s = strings.ToLower(strings.TrimSpace(s))
+	mult := int64(1)
+	if n := len(s); n > 0 {
+		switch s[n-1] {
+		case 'k':
+			mult = 1 << 10
+		case 'm':
+			mult = 1 << 20
+		case 'g':
+			mult = 1 << 30
+		case 't':
+			mult = 1 << 40
+		}
+		if mult > 1 {
+			s = s[:n-1]
+		}
+	}
+	var v int64
+	if _, err := fmt.Sscanf(s, "%d", &v); err != nil || fmt.Sprint(v) != s {
+		return 0, fmt.Errorf("bad size %q", s)
+	}
+	return v * mult, nil
+}

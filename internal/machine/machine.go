@@ -1,0 +1,134 @@
+// Package machine assembles a developer's machine from its parts: an image
+// (the operating system), a persona (the person who uses it) and optionally a
+// repository checked out in the persona's workspace. The result is a
+// sandbox.Spec any backend can start.
+//
+// Persona layers are cached per persona and image; a workspace layer is made
+// for each machine and is owned by the sandbox (deleted with it, or kept by
+// its snapshots). Builder is safe for concurrent use.
+package machine
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/verisim/verisim/internal/image"
+	"github.com/verisim/verisim/internal/persona"
+	"github.com/verisim/verisim/internal/sandbox"
+)
+
+// Builder turns machine descriptions into specs, keeping generated layers
+// under a directory.
+type Builder struct {
+	dir string
+}
+
+// NewBuilder keeps generated layers in dir (for example <state>/layers).
+func NewBuilder(dir string) *Builder { return &Builder{dir: dir} }
+
+// Machine describes one developer machine.
+type Machine struct {
+	Image   *image.Image
+	Persona *persona.Persona
+	// Repo is a git checkout on the host to clone into the persona's
+	// workspace; "" for none.
+	Repo   string
+	Limits sandbox.Limits
+	Keep   bool
+}
+
+// ErrRepo marks a repository that cannot be placed.
+var ErrRepo = errors.New("bad repository")
+
+// Spec builds the layers the machine needs and returns its spec. On error
+// nothing it made is left behind.
+func (b *Builder) Spec(ctx context.Context, m Machine) (_ sandbox.Spec, retErr error) {
+	p := m.Persona
+	if p == nil {
+		p = persona.Default()
+	}
+	if m.Image == nil {
+		return sandbox.Spec{}, fmt.Errorf("machine has no image")
+	}
+	pl, err := b.personaLayer(m.Image, p)
+	if err != nil {
+		return sandbox.Spec{}, err
+	}
+	spec := sandbox.Spec{
+		Layers:   append([]string{pl}, m.Image.Layers...),
+		Binds:    m.Image.Binds,
+		Hostname: p.Hostname,
+		User:     p.User(),
+		Env:      p.Env(),
+		Dir:      p.Home,
+		Limits:   m.Limits,
+		Keep:     m.Keep,
+	}
+	if m.Repo != "" {
+		ws := filepath.Join(b.dir, "ws-"+randomID())
+		defer func() {
+			if retErr != nil {
+				os.RemoveAll(ws)
+			}
+		}()
+		if err := os.MkdirAll(ws, 0o755); err != nil {
+			return sandbox.Spec{}, err
+		}
+		dir, err := persona.PlaceRepo(ctx, m.Repo, ws, p, "")
+		if err != nil {
+			return sandbox.Spec{}, fmt.Errorf("%w: %w", ErrRepo, err)
+		}
+		spec.Layers = append([]string{ws}, spec.Layers...)
+		spec.OwnedLayers = []string{ws}
+		spec.Dir = dir
+	}
+	return spec, nil
+}
+
+// personaLayer returns the cached layer for p over img, building it if
+// needed. The key covers the persona and the image's account files, which
+// the layer merges.
+func (b *Builder) personaLayer(img *image.Image, p *persona.Persona) (string, error) {
+	data, err := p.Marshal()
+	if err != nil {
+		return "", err
+	}
+	h := sha256.New()
+	h.Write(data)
+	for _, f := range []string{"/etc/passwd", "/etc/group", "/etc/shadow", "/etc/gshadow"} {
+		c, err := img.ReadFile(f)
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return "", fmt.Errorf("read %s from image: %w", f, err)
+		}
+		fmt.Fprintf(h, "%s\x00%d\x00", f, len(c))
+		h.Write(c)
+	}
+	dir := filepath.Join(b.dir, "persona-"+hex.EncodeToString(h.Sum(nil))[:16])
+	if _, err := os.Stat(dir); err == nil {
+		return dir, nil
+	}
+	if err := os.MkdirAll(b.dir, 0o700); err != nil {
+		return "", err
+	}
+	if err := p.WriteLayer(dir, img.ReadFile); err != nil {
+		// Another process may have built the same layer first.
+		if _, serr := os.Stat(dir); serr == nil {
+			return dir, nil
+		}
+		return "", fmt.Errorf("build persona layer: %w", err)
+	}
+	return dir, nil
+}
+
+func randomID() string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
