@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -9,6 +10,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/verisim/verisim/internal/bench"
+	"github.com/verisim/verisim/internal/sandbox"
+	"github.com/verisim/verisim/internal/sandbox/local"
 )
 
 func (a *app) benchCmd() *cobra.Command {
@@ -24,6 +27,7 @@ func (a *app) benchSandboxCmd() *cobra.Command {
 	var m machineFlags
 	var runs, idle int
 	var peers string
+	var warm int
 	var skipBig bool
 	c := &cobra.Command{
 		Use:   "sandbox",
@@ -46,6 +50,18 @@ them from Debian first. Needs root.`,
 			if err != nil {
 				return err
 			}
+			var warmRT sandbox.Runtime
+			if warm > 0 {
+				if a.cfg.Backend != "local" {
+					return usageErr("--warm needs the local backend")
+				}
+				w, err := local.New(local.Options{StateDir: a.cfg.StateDir, RunDir: a.cfg.RunDir, Warm: warm, Logger: a.log})
+				if err != nil {
+					return err
+				}
+				defer w.Close(context.WithoutCancel(ctx))
+				warmRT = w
+			}
 			spec, err := a.spec(ctx, &m)
 			if err != nil {
 				return err
@@ -65,7 +81,7 @@ them from Debian first. Needs root.`,
 				}
 			}
 			t, err := bench.Sandbox(ctx, bench.SandboxOptions{
-				Runtime: rt, Spec: spec, Runs: runs, Peers: ps, WorkDir: work,
+				Runtime: rt, Warm: warmRT, Spec: spec, Runs: runs, Peers: ps, WorkDir: work,
 				Idle: idle, ForkSizes: sizes, Progress: os.Stderr,
 			})
 			if err != nil {
@@ -79,6 +95,7 @@ them from Debian first. Needs root.`,
 	c.Flags().IntVar(&runs, "runs", 100, "runs per scenario")
 	c.Flags().IntVar(&idle, "idle", 200, "idle sandboxes held at once for the memory row (0 skips it)")
 	c.Flags().StringVar(&peers, "peers", "bwrap,runc,runc+overlay,fork/exec", "peers to compare with")
+	c.Flags().IntVar(&warm, "warm", 2, "also measure a runtime keeping this many inits started ahead (0 skips the column)")
 	c.Flags().BoolVar(&skipBig, "skip-2g", false, "skip the 2 GB workspace fork row")
 	return c
 }

@@ -15,6 +15,12 @@ type Config struct {
 	DiskBytes int64 `json:"disk_bytes,omitempty"`
 	// Hostname of the sandbox.
 	Hostname string `json:"hostname,omitempty"`
+	// Session, when set, is the user who appears logged in: /run/user/UID
+	// exists and utmp holds their terminal session, as on a desktop.
+	Session *Session `json:"session,omitempty"`
+	// LastPID moves the PID namespace's counter, so that the first command
+	// gets a PID in the range a machine reaches some time after boot.
+	LastPID int `json:"last_pid,omitempty"`
 	// Binds are host paths mounted inside after the root is built.
 	Binds []Bind `json:"binds,omitempty"`
 	// Lifeline makes the init exit when descriptor FDLifeline reaches EOF,
@@ -24,6 +30,14 @@ type Config struct {
 	// has placed it in the sandbox's cgroups, so that the sandbox sees its
 	// cgroup as "/".
 	NewCgroupNS bool `json:"new_cgroup_ns,omitempty"`
+}
+
+// Session is a logged-in user.
+type Session struct {
+	User  string `json:"user"`
+	UID   uint32 `json:"uid"`
+	GID   uint32 `json:"gid"`
+	Since int64  `json:"since"` // login time, Unix seconds
 }
 
 // Bind is a host path mounted inside the sandbox.

@@ -1,6 +1,8 @@
 package guest
 
 import (
+	"encoding/binary"
+	"strconv"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -47,7 +49,7 @@ func setup(cfg *Config) (upperFD int, err error) {
 			return -1, err
 		}
 	}
-	if err := mountSystem(); err != nil {
+	if err := mountSystem(cfg); err != nil {
 		return -1, err
 	}
 	if err := unix.Chdir("root"); err != nil {
@@ -71,6 +73,12 @@ func setup(cfg *Config) (upperFD int, err error) {
 	}
 	if err := loopbackUp(); err != nil {
 		return -1, fmt.Errorf("bring up loopback: %w", err)
+	}
+	if cfg.LastPID > 0 {
+		// Needs the new /proc of this PID namespace, mounted above.
+		if err := os.WriteFile("/proc/sys/kernel/ns_last_pid", []byte(strconv.Itoa(cfg.LastPID)), 0); err != nil {
+			return -1, fmt.Errorf("set the PID counter: %w", err)
+		}
 	}
 	return upperFD, nil
 }
@@ -100,7 +108,7 @@ func bind(b Bind) error {
 
 // mountSystem mounts /proc, /dev, /sys and friends inside the new root,
 // shaped like those of an ordinary Linux machine.
-func mountSystem() error {
+func mountSystem(cfg *Config) error {
 	type m struct {
 		src, target, fstype string
 		flags               uintptr
@@ -108,7 +116,9 @@ func mountSystem() error {
 	}
 	mounts := []m{
 		{"proc", "root/proc", "proc", unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC, ""},
-		{"sysfs", "root/sys", "sysfs", unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC | unix.MS_RDONLY, ""},
+		// Read-write like a booted machine's; only root could write, and
+		// commands run as the persona's user.
+		{"sysfs", "root/sys", "sysfs", unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC, ""},
 		{"udev", "root/dev", "tmpfs", unix.MS_NOSUID, "mode=0755,size=10m"},
 	}
 	for _, x := range mounts {
@@ -128,14 +138,62 @@ func mountSystem() error {
 	if err := unix.Mount("tmpfs", "root/dev/shm", "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=1777"); err != nil {
 		return fmt.Errorf("mount /dev/shm: %w", err)
 	}
+	if err := unix.Mount("mqueue", "root/dev/mqueue", "mqueue", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+		return fmt.Errorf("mount /dev/mqueue: %w", err)
+	}
 	if err := os.MkdirAll("root/run", 0o755); err == nil {
 		if err := unix.Mount("tmpfs", "root/run", "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0755,size=10%"); err != nil {
 			return fmt.Errorf("mount /run: %w", err)
 		}
-		_ = os.MkdirAll("root/run/lock", 0o1777)
-		_ = os.MkdirAll("root/run/user", 0o755)
+		if err := populateRun("root/run", cfg.Session); err != nil {
+			return err
+		}
 	}
 	return nil
+}
+
+// populateRun fills /run the way a booted systemd machine with one user
+// logged in has it.
+func populateRun(run string, s *Session) error {
+	dirs := []struct {
+		path string
+		mode uint32
+	}{{"lock", 0o1777}, {"user", 0o755}, {"systemd", 0o755}, {"systemd/system", 0o755}, {"systemd/sessions", 0o755}, {"systemd/users", 0o755}, {"mount", 0o755}}
+	old := unix.Umask(0)
+	defer unix.Umask(old)
+	for _, d := range dirs {
+		if err := unix.Mkdir(filepath.Join(run, d.path), d.mode); err != nil {
+			return fmt.Errorf("mkdir /run/%s: %w", d.path, err)
+		}
+	}
+	if s == nil {
+		return os.WriteFile(filepath.Join(run, "utmp"), nil, 0o664)
+	}
+	ud := filepath.Join(run, "user", strconv.Itoa(int(s.UID)))
+	if err := unix.Mkdir(ud, 0o700); err != nil {
+		return err
+	}
+	if err := unix.Chown(ud, int(s.UID), int(s.GID)); err != nil {
+		return err
+	}
+	rec := utmpRecord(7, 0, "pts/0", "ts/0", s.User, "", s.Since)
+	boot := utmpRecord(2, 0, "~", "~~", "reboot", "", s.Since-int64(90+s.Since%240))
+	return os.WriteFile(filepath.Join(run, "utmp"), append(boot, rec...), 0o664)
+}
+
+// utmpRecord encodes a struct utmp as glibc lays it out on 64-bit Linux
+// (384 bytes).
+func utmpRecord(typ int16, pid int32, line, id, user, host string, sec int64) []byte {
+	b := make([]byte, 384)
+	binary.LittleEndian.PutUint16(b[0:], uint16(typ))
+	binary.LittleEndian.PutUint32(b[4:], uint32(pid))
+	copy(b[8:40], line)
+	copy(b[40:44], id)
+	copy(b[44:76], user)
+	copy(b[76:332], host)
+	// ut_exit (4 bytes) and ut_session (4) stay zero.
+	binary.LittleEndian.PutUint32(b[340:], uint32(sec))
+	return b
 }
 
 // populateDev creates the device nodes and links every Linux machine has.

@@ -122,12 +122,21 @@ func (r *Runtime) RemoveSnapshot(ctx context.Context, snapshot string) error {
 	return os.RemoveAll(p)
 }
 
+// Host returns a sandbox that is this machine itself: commands run in
+// home with env, files are the host's, and Close deletes nothing. It is for
+// recording what a real machine looks like (verisim fidelity capture).
+func (r *Runtime) Host(home string, env []string) sandbox.Sandbox {
+	return &box{rt: r, id: "host", home: home, env: env, host: true}
+}
+
 type box struct {
 	rt         *Runtime
 	id         string
 	root, home string
 	spec       sandbox.Spec
 	env        []string
+	// host marks the host itself: nothing to delete on Close.
+	host bool
 
 	mu     sync.Mutex
 	closed bool
@@ -382,6 +391,9 @@ func (b *box) Snapshot(ctx context.Context) (string, error) {
 	if err := b.check(); err != nil {
 		return "", err
 	}
+	if b.host {
+		return "", fmt.Errorf("%w: snapshot of the host", sandbox.ErrUnsupported)
+	}
 	id := "s" + newID()
 	dst := filepath.Join(b.rt.dir, "snapshots", id)
 	if err := copyDir(b.root, dst); err != nil {
@@ -407,6 +419,9 @@ func (b *box) Close(ctx context.Context) error {
 		killGroup(cmd)
 	}
 	b.mu.Unlock()
+	if b.host {
+		return nil
+	}
 	return os.RemoveAll(b.root)
 }
 
