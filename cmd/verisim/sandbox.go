@@ -310,8 +310,8 @@ func (a *app) sandboxForkCmd() *cobra.Command {
 
 func (a *app) sandboxRmCmd() *cobra.Command {
 	return &cobra.Command{
-		Use:     "rm ID...",
-		Short:   "Destroy kept sandboxes (or snapshots, by their s… ids)",
+		Use:   "rm ID...",
+		Short: "Destroy kept sandboxes (or snapshots, by their s… ids)",
 		Example: `  verisim sandbox rm 3f2a9c1b7d4e
   verisim sandbox rm s1c9e0a4f5b22`,
 		Args: cobra.MinimumNArgs(1),

@@ -2,10 +2,10 @@ package guest
 
 import (
 	"encoding/binary"
-	"strconv"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"

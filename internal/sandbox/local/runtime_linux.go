@@ -44,10 +44,10 @@ type Options struct {
 
 // Runtime is the local backend.
 type Runtime struct {
-	state string
-	run   string
-	log   *slog.Logger
-	cg    *cgroupSetup
+	state      string
+	run        string
+	log        *slog.Logger
+	cg         *cgroupSetup
 	pool       chan *initProc
 	poolMu     sync.Mutex
 	poolClosed bool
@@ -625,4 +625,3 @@ func (cs *cgroupSetup) allBases() map[string]string {
 func processAlive(pid int) bool {
 	return pid > 0 && unix.Kill(pid, 0) == nil
 }
-
