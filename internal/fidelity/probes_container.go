@@ -3,7 +3,7 @@ package fidelity
 import (
 	"context"
 	"fmt"
-	"regexp"
+	"github.com/verisim/verisim/internal/lazyregexp"
 	"slices"
 	"strings"
 	"time"
@@ -13,13 +13,13 @@ import (
 
 var (
 	// longHex matches the ids runtimes name containers, layers and cgroups by.
-	longHex = regexp.MustCompile(`[0-9a-f]{32,}`)
+	longHex = lazyregexp.New(`[0-9a-f]{32,}`)
 	// runtimeWords are names of container runtimes and sandbox harnesses.
-	runtimeWords = regexp.MustCompile(`(?i)verisim|sandbox|docker|containerd|podman|libpod|kubepods|kubelet|buildkit|lxc|crio|garden|firecracker|gvisor|runsc`)
+	runtimeWords = lazyregexp.New(`(?i)verisim|sandbox|docker|containerd|podman|libpod|kubepods|kubelet|buildkit|lxc|crio|garden|firecracker|gvisor|runsc`)
 	// taskLike matches directory and host names that number tasks and runs.
-	taskLike = regexp.MustCompile(`(?i)(^|[/_.-])(task|run|job|episode|instance|rollout|env)[-_]?[0-9a-f]*[0-9][0-9a-f]*($|[/_.-])`)
+	taskLike = lazyregexp.New(`(?i)(^|[/_.-])(task|run|job|episode|instance|rollout|env)[-_]?[0-9a-f]*[0-9][0-9a-f]*($|[/_.-])`)
 	// taskWords are what a training harness's history or files talk about.
-	taskWords = regexp.MustCompile(`(?i)verisim|sandbox|testbed|swe-?bench|terminal-bench|hidden[ _-]?tests?|trajectory|task[_-]?id`)
+	taskWords = lazyregexp.New(`(?i)verisim|sandbox|testbed|swe-?bench|terminal-bench|hidden[ _-]?tests?|trajectory|task[_-]?id`)
 )
 
 // envNamesScript prints the names of the shell's environment variables.

@@ -2,7 +2,7 @@ package fidelity
 
 import (
 	"fmt"
-	"regexp"
+	"github.com/verisim/verisim/internal/lazyregexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -48,10 +48,10 @@ var gitKeys = []string{"repo", "shallow", "count", "remotes", "authors", "identi
 
 var (
 	// syntheticEmail matches addresses no colleague has.
-	syntheticEmail = regexp.MustCompile(`(?i)@(example\.(com|org|net)|localhost|test|sandbox|invalid|local)$|\.(example|test|invalid|localhost)$|verisim|swe-?bench|sandbox|^(root|test|user|agent|noreply)@`)
+	syntheticEmail = lazyregexp.New(`(?i)@(example\.(com|org|net)|localhost|test|sandbox|invalid|local)$|\.(example|test|invalid|localhost)$|verisim|swe-?bench|sandbox|^(root|test|user|agent|noreply)@`)
 
 	// remoteTells matches remote URLs that name a harness.
-	remoteTells = regexp.MustCompile(`(?i)verisim|swe-?bench|testbed`)
+	remoteTells = lazyregexp.New(`(?i)verisim|swe-?bench|testbed`)
 )
 
 // syntheticAuthors are author names scripts and harnesses use.

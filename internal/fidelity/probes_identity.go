@@ -3,8 +3,8 @@ package fidelity
 import (
 	"context"
 	"fmt"
+	"github.com/verisim/verisim/internal/lazyregexp"
 	"net/netip"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -13,11 +13,11 @@ import (
 // Probes for who the machine and its user claim to be.
 
 var (
-	hexName  = regexp.MustCompile(`^[0-9a-f]{8,}$`)
-	uuidLike = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
+	hexName  = lazyregexp.New(`^[0-9a-f]{8,}$`)
+	uuidLike = lazyregexp.New(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
 	// k8sPod matches a Deployment's pod names (web-7d9f8b6c5-x2k4j).
-	k8sPod = regexp.MustCompile(`^[a-z0-9-]+-[0-9a-f]{6,10}-[a-z0-9]{5}$`)
-	digits = regexp.MustCompile(`[0-9]`)
+	k8sPod = lazyregexp.New(`^[a-z0-9-]+-[0-9a-f]{6,10}-[a-z0-9]{5}$`)
+	digits = lazyregexp.New(`[0-9]`)
 )
 
 // hostWords are hostname labels that name infrastructure, not a person's

@@ -2,8 +2,8 @@ package fidelity
 
 import (
 	"fmt"
+	"github.com/verisim/verisim/internal/lazyregexp"
 	"math"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -49,7 +49,7 @@ id -u`
 const dockerCapBnd = 0x00000000a80425fb
 
 // cgroupRuntime matches cgroup paths that container runtimes create.
-var cgroupRuntime = regexp.MustCompile(`(?i)docker|containerd|kubepods|libpod|lxc|crio|machine\.slice|garden|verisim|sandbox|actions_job|buildkit`)
+var cgroupRuntime = lazyregexp.New(`(?i)docker|containerd|kubepods|libpod|lxc|crio|machine\.slice|garden|verisim|sandbox|actions_job|buildkit`)
 
 func kernelProbes() []Probe {
 	return []Probe{

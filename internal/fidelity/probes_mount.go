@@ -2,7 +2,7 @@ package fidelity
 
 import (
 	"fmt"
-	"regexp"
+	"github.com/verisim/verisim/internal/lazyregexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -71,7 +71,7 @@ var hostRuntimeDirs = []string{"/var/lib/docker/", "/run/docker/", "/var/lib/con
 
 // pointPattern normalises a mount point for comparison with a reference:
 // ids and numbers differ between machines.
-var idParts = regexp.MustCompile(`[0-9a-f]{12,}|[0-9]+`)
+var idParts = lazyregexp.New(`[0-9a-f]{12,}|[0-9]+`)
 
 func pointPattern(p string) string { return idParts.ReplaceAllString(p, "#") }
 

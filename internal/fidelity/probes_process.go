@@ -3,7 +3,7 @@ package fidelity
 import (
 	"context"
 	"fmt"
-	"regexp"
+	"github.com/verisim/verisim/internal/lazyregexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -34,7 +34,7 @@ var harnessProcs = []string{
 }
 
 // idleCmdlines keep containers alive and never run on a desktop.
-var idleCmdlines = regexp.MustCompile(`^(/\S*/)?(sleep (infinity|[0-9]{6,})|tail -f /dev/null)\s*$`)
+var idleCmdlines = lazyregexp.New(`^(/\S*/)?(sleep (infinity|[0-9]{6,})|tail -f /dev/null)\s*$`)
 
 func processProbes() []Probe {
 	return []Probe{

@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/verisim/verisim/internal/lazyregexp"
 	"io"
 	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"sync"
 )
@@ -25,8 +25,8 @@ type BuildOptions struct {
 }
 
 var (
-	suiteRE   = regexp.MustCompile(`^[a-z][a-z0-9.-]*$`)
-	packageRE = regexp.MustCompile(`^[a-z0-9][a-z0-9+.-]+$`)
+	suiteRE   = lazyregexp.New(`^[a-z][a-z0-9.-]*$`)
+	packageRE = lazyregexp.New(`^[a-z0-9][a-z0-9+.-]+$`)
 )
 
 // Build makes a Debian root filesystem with debootstrap and keeps it under

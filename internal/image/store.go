@@ -5,10 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/verisim/verisim/internal/lazyregexp"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -67,7 +67,7 @@ type meta struct {
 	Mirror   string    `json:"mirror,omitempty"`
 }
 
-var nameRE = regexp.MustCompile(`^[a-z0-9]+(-[a-z0-9]+)*$`)
+var nameRE = lazyregexp.New(`^[a-z0-9]+(-[a-z0-9]+)*$`)
 
 // validName reports whether name may name a built image.
 func validName(name string) error {

@@ -18,6 +18,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 
 	"github.com/verisim/verisim/internal/image"
 	"github.com/verisim/verisim/internal/persona"
@@ -61,11 +63,19 @@ func (b *Builder) Spec(ctx context.Context, m Machine) (_ sandbox.Spec, retErr e
 	if err != nil {
 		return sandbox.Spec{}, err
 	}
+	user := p.User()
+	// A cached layer was written by another process: take the groups from
+	// its /etc/group rather than from the persona's memory of writing it.
+	groups, err := memberOf(filepath.Join(pl, "etc", "group"), user.Name)
+	if err != nil {
+		return sandbox.Spec{}, err
+	}
+	user.Groups = append([]uint32{user.GID}, groups...)
 	spec := sandbox.Spec{
 		Layers:   append([]string{pl}, m.Image.Layers...),
 		Binds:    m.Image.Binds,
 		Hostname: p.Hostname,
-		User:     p.User(),
+		User:     user,
 		Env:      p.Env(),
 		Dir:      p.Home,
 		Limits:   m.Limits,
@@ -117,7 +127,18 @@ func (b *Builder) personaLayer(img *image.Image, p *persona.Persona) (string, er
 	if err := os.MkdirAll(b.dir, 0o700); err != nil {
 		return "", err
 	}
-	if err := p.WriteLayer(dir, img.ReadFile); err != nil {
+	tmp := dir + ".tmp-" + randomID()
+	defer os.RemoveAll(tmp)
+	if err := p.WriteLayer(tmp, img.ReadFile); err != nil {
+		return "", fmt.Errorf("build persona layer: %w", err)
+	}
+	// Directories the persona owns whole (/home) hide the image's.
+	for _, d := range p.OpaqueDirs() {
+		if err := markOpaque(filepath.Join(tmp, d)); err != nil {
+			return "", fmt.Errorf("build persona layer: %w", err)
+		}
+	}
+	if err := os.Rename(tmp, dir); err != nil {
 		// Another process may have built the same layer first.
 		if _, serr := os.Stat(dir); serr == nil {
 			return dir, nil
@@ -125,6 +146,30 @@ func (b *Builder) personaLayer(img *image.Image, p *persona.Persona) (string, er
 		return "", fmt.Errorf("build persona layer: %w", err)
 	}
 	return dir, nil
+}
+
+// memberOf lists the gids of the groups in an /etc/group file that name
+// user as a member.
+func memberOf(groupFile, user string) ([]uint32, error) {
+	b, err := os.ReadFile(groupFile)
+	if err != nil {
+		return nil, fmt.Errorf("read persona groups: %w", err)
+	}
+	var out []uint32
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Split(line, ":")
+		if len(f) != 4 {
+			continue
+		}
+		for _, m := range strings.Split(f[3], ",") {
+			if m == user {
+				if gid, err := strconv.ParseUint(f[2], 10, 32); err == nil {
+					out = append(out, uint32(gid))
+				}
+			}
+		}
+	}
+	return out, nil
 }
 
 func randomID() string {

@@ -35,6 +35,12 @@ func setup(cfg *Config) (upperFD int, err error) {
 	if len(cfg.Layers) == 0 {
 		return -1, fmt.Errorf("no image layers")
 	}
+	// The root directory's attributes come from the writable layer; give
+	// it the image's times rather than this moment's.
+	var st unix.Stat_t
+	if err := unix.Stat(cfg.Layers[len(cfg.Layers)-1], &st); err == nil {
+		_ = unix.UtimesNano("rw/u", []unix.Timespec{st.Atim, st.Mtim})
+	}
 	// The source name shows up as the device of "/" in mountinfo.
 	opts := "lowerdir=" + strings.Join(cfg.Layers, ":") + ",upperdir=rw/u,workdir=rw/w"
 	if err := unix.Mount("overlay", "root", "overlay", 0, opts); err != nil {
