@@ -9,7 +9,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -18,6 +17,7 @@ import (
 	"github.com/creack/pty"
 	"golang.org/x/sys/unix"
 
+	"github.com/verisim/verisim/internal/sandbox/proctree"
 	"github.com/verisim/verisim/internal/sandbox/wire"
 )
 
@@ -349,35 +349,7 @@ func waitOutput(wg *sync.WaitGroup, p *proc) {
 
 // killTree signals the command's process group and every process in its
 // session, which catches children that changed process group.
-func killTree(pid int, sig unix.Signal) {
-	_ = unix.Kill(-pid, sig)
-	ents, err := os.ReadDir("/proc")
-	if err != nil {
-		return
-	}
-	for _, e := range ents {
-		other, err := strconv.Atoi(e.Name())
-		if err != nil || other == 1 {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		// Fields after the command name, which may contain spaces.
-		i := strings.LastIndexByte(string(b), ')')
-		if i < 0 {
-			continue
-		}
-		f := strings.Fields(string(b[i+1:]))
-		if len(f) < 4 {
-			continue
-		}
-		if sid, _ := strconv.Atoi(f[3]); sid == pid {
-			_ = unix.Kill(other, sig)
-		}
-	}
-}
+func killTree(pid int, sig unix.Signal) { proctree.Kill(pid, sig) }
 
 type output struct {
 	typ byte

@@ -32,6 +32,7 @@ import (
 	"github.com/creack/pty"
 
 	"github.com/verisim/verisim/internal/sandbox"
+	"github.com/verisim/verisim/internal/sandbox/proctree"
 )
 
 // Runtime is the process backend.
@@ -141,6 +142,9 @@ type box struct {
 	mu     sync.Mutex
 	closed bool
 	procs  map[*exec.Cmd]struct{}
+	// sids are the sessions of every command started, whose leftovers
+	// Close kills.
+	sids []int
 }
 
 func (b *box) ID() string { return b.id }
@@ -170,7 +174,7 @@ func (b *box) Run(ctx context.Context, c sandbox.Cmd) (sandbox.ExitStatus, error
 		cmd.Dir = b.home
 	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	var ptm *os.File
+	var ptm, pts *os.File
 	if c.TTY != nil {
 		m, tty, err := pty.Open()
 		if err != nil {
@@ -178,6 +182,7 @@ func (b *box) Run(ctx context.Context, c sandbox.Cmd) (sandbox.ExitStatus, error
 		}
 		defer m.Close()
 		defer tty.Close()
+		pts = tty
 		_ = pty.Setsize(m, &pty.Winsize{Rows: c.TTY.Rows, Cols: c.TTY.Cols})
 		cmd.Stdin, cmd.Stdout, cmd.Stderr = tty, tty, tty
 		cmd.SysProcAttr.Setctty = true
@@ -207,6 +212,7 @@ func (b *box) Run(ctx context.Context, c sandbox.Cmd) (sandbox.ExitStatus, error
 		b.procs = map[*exec.Cmd]struct{}{}
 	}
 	b.procs[cmd] = struct{}{}
+	b.sids = append(b.sids, cmd.Process.Pid)
 	b.mu.Unlock()
 	defer func() {
 		b.mu.Lock()
@@ -216,6 +222,9 @@ func (b *box) Run(ctx context.Context, c sandbox.Cmd) (sandbox.ExitStatus, error
 
 	var copyWG sync.WaitGroup
 	if ptm != nil {
+		// Only the command holds the terminal now, so its output ends when
+		// the command and its children are done with it.
+		pts.Close()
 		copyWG.Add(1)
 		go func() {
 			defer copyWG.Done()
@@ -262,13 +271,14 @@ func (b *box) Run(ctx context.Context, c sandbox.Cmd) (sandbox.ExitStatus, error
 		killGroup(cmd)
 	}
 	if ptm != nil {
-		// The terminal's output ends when the last holder of the slave
-		// closes; ours is closed by the deferred calls only after this.
 		done := make(chan struct{})
 		go func() { copyWG.Wait(); close(done) }()
 		select {
 		case <-done:
 		case <-time.After(200 * time.Millisecond):
+			// A background child still holds the terminal: cut it off.
+			ptm.Close()
+			<-done
 		}
 	}
 	var ee *exec.ExitError
@@ -285,9 +295,7 @@ func (b *box) Run(ctx context.Context, c sandbox.Cmd) (sandbox.ExitStatus, error
 	return st, nil
 }
 
-func killGroup(cmd *exec.Cmd) {
-	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-}
+func killGroup(cmd *exec.Cmd) { proctree.Kill(cmd.Process.Pid, syscall.SIGKILL) }
 
 func lookPath(name string, env []string) (string, error) {
 	path := ""
@@ -418,7 +426,11 @@ func (b *box) Close(ctx context.Context) error {
 	for cmd := range b.procs {
 		killGroup(cmd)
 	}
+	sids := b.sids
 	b.mu.Unlock()
+	for _, sid := range sids {
+		proctree.Kill(sid, syscall.SIGKILL)
+	}
 	if b.host {
 		return nil
 	}

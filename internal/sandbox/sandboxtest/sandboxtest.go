@@ -177,8 +177,10 @@ func testTimeout(t *testing.T, h Harness) {
 	sb := New(t, h)
 	start := time.Now()
 	var out bytes.Buffer
+	// A duration no other test uses, to count only this test's sleeps.
+	nap := fmt.Sprint(1000 + time.Now().UnixNano()%9000)
 	st, err := sb.Run(t.Context(), sandbox.Cmd{
-		Args:    []string{"/bin/sh", "-c", "sleep 300 & sleep 300 & echo started; wait"},
+		Args:    []string{"/bin/sh", "-c", "sleep " + nap + " & sleep " + nap + " & echo started; wait"},
 		Timeout: 300 * time.Millisecond, Stdout: &out,
 	})
 	if err != nil {
@@ -194,7 +196,7 @@ func testTimeout(t *testing.T, h Harness) {
 		t.Errorf("timeout took %v", d)
 	}
 	// The background sleeps died with the command.
-	r := Sh(t, sb, "ps -eo args 2>/dev/null | grep -c '^sleep 300' || true")
+	r := Sh(t, sb, "ps -eo args 2>/dev/null | grep -c '^sleep "+nap+"' || true")
 	if strings.TrimSpace(r.Stdout) != "0" {
 		t.Errorf("leftover processes after timeout: %q", r.Stdout)
 	}
