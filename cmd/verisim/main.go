@@ -56,10 +56,9 @@ func (e *exitError) Error() string {
 
 func (e *exitError) Unwrap() error { return e.err }
 
+// withCode gives err an exit status; with a nil err it is a command's own
+// status, passed through silently.
 func withCode(code int, err error) error {
-	if err == nil {
-		return nil
-	}
 	return &exitError{code: code, err: err}
 }
 

@@ -22,6 +22,7 @@ import (
 // Subjects of the sandbox benchmark.
 const (
 	SubjectVerisim     = "verisim"
+	SubjectWarm        = "verisim warm"
 	SubjectBwrap       = "bwrap"
 	SubjectRunc        = "runc"
 	SubjectRuncOverlay = "runc+overlay"
@@ -34,6 +35,9 @@ type SandboxOptions struct {
 	// its persona and limits.
 	Runtime sandbox.Runtime
 	Spec    sandbox.Spec
+	// Warm, if set, is a runtime with a pool of started inits; it gets a
+	// column of its own beside the cold one.
+	Warm sandbox.Runtime
 	// Runs per scenario (at least 100 for stable p99).
 	Runs int
 	// Peers to run beside verisim; missing ones are skipped with a note.
@@ -56,7 +60,11 @@ func Sandbox(ctx context.Context, o SandboxOptions) (*Table, error) {
 	if o.Progress == nil {
 		o.Progress = io.Discard
 	}
-	t := &Table{Subjects: append([]string{SubjectVerisim}, o.Peers...)}
+	t := &Table{Subjects: []string{SubjectVerisim}}
+	if o.Warm != nil {
+		t.Subjects = append(t.Subjects, SubjectWarm)
+	}
+	t.Subjects = append(t.Subjects, o.Peers...)
 	warm := max(3, o.Runs/20)
 	cell := func(subject, scenario string, f func(context.Context) error) Cell {
 		s, err := Time(ctx, o.Runs, warm, f)
@@ -76,21 +84,27 @@ func Sandbox(ctx context.Context, o SandboxOptions) (*Table, error) {
 	defer unix.Unmount(merged, unix.MNT_DETACH)
 
 	lifecycle := Row{Scenario: "create → true → destroy", Cells: map[string]Cell{}}
-	lifecycle.Cells[SubjectVerisim] = cell(SubjectVerisim, lifecycle.Scenario, func(ctx context.Context) error {
-		sb, err := o.Runtime.Create(ctx, o.Spec)
-		if err != nil {
+	lifecycleOf := func(rt sandbox.Runtime) func(context.Context) error {
+		return func(ctx context.Context) error {
+			sb, err := rt.Create(ctx, o.Spec)
+			if err != nil {
+				return err
+			}
+			st, err := sb.Run(ctx, sandbox.Cmd{Args: []string{"/bin/true"}})
+			cerr := sb.Close(ctx)
+			if err == nil && st.Code != 0 {
+				err = fmt.Errorf("true exited %d", st.Code)
+			}
+			if err == nil {
+				err = cerr
+			}
 			return err
 		}
-		st, err := sb.Run(ctx, sandbox.Cmd{Args: []string{"/bin/true"}})
-		cerr := sb.Close(ctx)
-		if err == nil && st.Code != 0 {
-			err = fmt.Errorf("true exited %d", st.Code)
-		}
-		if err == nil {
-			err = cerr
-		}
-		return err
-	})
+	}
+	lifecycle.Cells[SubjectVerisim] = cell(SubjectVerisim, lifecycle.Scenario, lifecycleOf(o.Runtime))
+	if o.Warm != nil {
+		lifecycle.Cells[SubjectWarm] = cell(SubjectWarm, lifecycle.Scenario, lifecycleOf(o.Warm))
+	}
 	for _, p := range o.Peers {
 		f, note := o.peer(p, merged)
 		if f == nil {
@@ -119,11 +133,16 @@ func Sandbox(ctx context.Context, o SandboxOptions) (*Table, error) {
 
 	for _, size := range o.ForkSizes {
 		row := Row{Scenario: fmt.Sprintf("fork from snapshot (%s workspace) → ready", humanSize(size)), Cells: map[string]Cell{}}
-		c, err := o.forkCell(ctx, size, cell, row.Scenario)
-		if err != nil {
-			row.Cells[SubjectVerisim] = Cell{Note: "failed: " + firstLine(err.Error())}
-		} else {
-			row.Cells[SubjectVerisim] = c
+		rts := map[string]sandbox.Runtime{SubjectVerisim: o.Runtime}
+		if o.Warm != nil {
+			rts[SubjectWarm] = o.Warm
+		}
+		for subj, rt := range rts {
+			c, err := o.forkCell(ctx, rt, subj, size, cell, row.Scenario)
+			if err != nil {
+				c = Cell{Note: "failed: " + firstLine(err.Error())}
+			}
+			row.Cells[subj] = c
 		}
 		t.Rows = append(t.Rows, row)
 	}
@@ -300,14 +319,14 @@ func (o *SandboxOptions) writeBundle(bundle, merged string, overlay bool) error 
 
 // forkCell snapshots a sandbox whose workspace holds size bytes and times
 // forks of it until they are ready to run a command.
-func (o *SandboxOptions) forkCell(ctx context.Context, size int64, cell func(string, string, func(context.Context) error) Cell, scenario string) (Cell, error) {
+func (o *SandboxOptions) forkCell(ctx context.Context, rt sandbox.Runtime, subject string, size int64, cell func(string, string, func(context.Context) error) Cell, scenario string) (Cell, error) {
 	ws, err := workspaceLayer(filepath.Join(o.WorkDir, fmt.Sprintf("ws-%d", size)), o.Spec, size)
 	if err != nil {
 		return Cell{}, err
 	}
 	spec := o.Spec
 	spec.Layers = append([]string{ws}, spec.Layers...)
-	sb, err := o.Runtime.Create(ctx, spec)
+	sb, err := rt.Create(ctx, spec)
 	if err != nil {
 		return Cell{}, err
 	}
@@ -319,15 +338,15 @@ func (o *SandboxOptions) forkCell(ctx context.Context, size int64, cell func(str
 	if err != nil {
 		return Cell{}, err
 	}
-	defer o.Runtime.RemoveSnapshot(context.WithoutCancel(ctx), snap)
+	defer rt.RemoveSnapshot(context.WithoutCancel(ctx), snap)
 	var forks []sandbox.Sandbox
 	defer func() {
 		for _, f := range forks {
 			f.Close(context.WithoutCancel(ctx))
 		}
 	}()
-	c := cell(SubjectVerisim, scenario, func(ctx context.Context) error {
-		f, err := o.Runtime.Fork(ctx, snap, sandbox.ForkOptions{})
+	c := cell(subject, scenario, func(ctx context.Context) error {
+		f, err := rt.Fork(ctx, snap, sandbox.ForkOptions{})
 		if err != nil {
 			return err
 		}

@@ -10,6 +10,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -21,7 +22,7 @@ import (
 
 // hostLayoutVersion changes whenever the generated host layer changes
 // shape, so old cache entries are not reused.
-const hostLayoutVersion = "host-layer-v1"
+const hostLayoutVersion = "host-layer-v2"
 
 // usrDirs are the top-level directories a merged-/usr system makes symlinks
 // into /usr; on other systems they are real directories, bound read-only.
@@ -60,7 +61,51 @@ func (s *Store) resolveHost(ctx context.Context) (*Image, error) {
 		// dpkg -l and apt list read this; it is package metadata, not data.
 		im.Binds = append(im.Binds, sandbox.Bind{Source: filepath.Join(s.hostRoot, "var/lib/dpkg"), Target: "/var/lib/dpkg", ReadOnly: true})
 	}
+	if loc := filepath.Join(rootfs, "usr/lib/locale"); isDir(loc) {
+		// Locales compiled for the layer (a developer's machine has its
+		// UTF-8 locale; a host without one would give every persona a
+		// "Cannot set LC_CTYPE" warning), over the host's /usr.
+		im.Binds = append(im.Binds, sandbox.Bind{Source: loc, Target: "/usr/lib/locale", ReadOnly: true})
+	}
 	return im, nil
+}
+
+// hostLocales are compiled into the host layer when the host has the
+// locale sources but not the compiled locales.
+var hostLocales = []struct{ name, input, charset string }{
+	{"en_US.utf8", "en_US", "UTF-8"},
+	{"en_GB.utf8", "en_GB", "UTF-8"},
+}
+
+// buildLocales fills dir with the host's compiled locales plus hostLocales.
+// Without localedef or locale sources it does nothing.
+func (s *Store) buildLocales(ctx context.Context, dir string) error {
+	localedef, err := exec.LookPath("localedef")
+	if err != nil || !isDir(filepath.Join(s.hostRoot, "usr/share/i18n/locales")) {
+		return nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	hostLoc := filepath.Join(s.hostRoot, "usr/lib/locale")
+	if ents, err := os.ReadDir(hostLoc); err == nil {
+		for _, e := range ents {
+			if err := copyTree(ctx, filepath.Join(hostLoc, e.Name()), filepath.Join(dir, e.Name())); err != nil {
+				return fmt.Errorf("copy locale %s: %w", e.Name(), err)
+			}
+		}
+	}
+	for _, l := range hostLocales {
+		if _, err := os.Stat(filepath.Join(dir, l.name)); err == nil {
+			continue
+		}
+		cmd := exec.CommandContext(ctx, localedef, "-i", l.input, "-f", l.charset, filepath.Join(dir, l.name))
+		cmd.Env = []string{"PATH=/usr/bin:/bin", "I18NPATH=" + filepath.Join(s.hostRoot, "usr/share/i18n")}
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("compile locale %s: %v: %s", l.name, err, strings.TrimSpace(string(out)))
+		}
+	}
+	return nil
 }
 
 // hostKey hashes everything the host layer is made from: /etc's file list
@@ -238,6 +283,11 @@ func (s *Store) fillHostLayer(ctx context.Context, rootfs string, layout hostLay
 			return err
 		}
 		mounts = append(mounts, "var/lib/dpkg")
+	}
+	if isDir(filepath.Join(rootfs, "usr")) {
+		if err := s.buildLocales(ctx, filepath.Join(rootfs, "usr/lib/locale")); err != nil {
+			return err
+		}
 	}
 	for _, d := range mounts {
 		if fi, err := os.Lstat(filepath.Join(s.hostRoot, d)); err == nil {

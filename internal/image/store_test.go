@@ -58,9 +58,23 @@ func TestResolveHost(t *testing.T) {
 			t.Errorf("%s: mode %v, %v; want %v", name, fi.Mode(), err, mode)
 		}
 	}
-	for _, empty := range []string{"root", "home", "tmp", "opt", "usr", "var/log/apt", "var/cache/apt/archives"} {
+	for _, empty := range []string{"root", "home", "tmp", "opt", "var/log/apt", "var/cache/apt/archives"} {
 		if names := dirNames(t, filepath.Join(layer, empty)); len(names) > 0 {
 			t.Errorf("%s should be empty, holds %v", empty, names)
+		}
+	}
+	// /usr is the host's, bound over the layer; the layer keeps only the
+	// locales compiled for it, bound over /usr/lib/locale.
+	if names := dirNames(t, filepath.Join(layer, "usr")); len(names) > 1 || (len(names) == 1 && names[0] != "lib") {
+		t.Errorf("usr holds %v", names)
+	}
+	if isDir(filepath.Join(layer, "usr/lib/locale")) {
+		var bound bool
+		for _, b := range im.Binds {
+			bound = bound || b.Target == "/usr/lib/locale"
+		}
+		if !bound {
+			t.Errorf("compiled locales are not bound over /usr/lib/locale: %+v", im.Binds)
 		}
 	}
 	for _, absent := range []string{"work", "farm", "old_root"} {

@@ -91,7 +91,11 @@ func (b *Builder) Spec(ctx context.Context, m Machine) (_ sandbox.Spec, retErr e
 		if err := os.MkdirAll(ws, 0o755); err != nil {
 			return sandbox.Spec{}, err
 		}
-		dir, err := persona.PlaceRepo(ctx, m.Repo, ws, p, "")
+		src, err := filepath.Abs(m.Repo)
+		if err != nil {
+			return sandbox.Spec{}, err
+		}
+		dir, err := persona.PlaceRepo(ctx, src, ws, p, "")
 		if err != nil {
 			return sandbox.Spec{}, fmt.Errorf("%w: %w", ErrRepo, err)
 		}

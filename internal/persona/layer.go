@@ -7,6 +7,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -153,6 +154,7 @@ func (p *Persona) layer(base func(string) ([]byte, error), now time.Time) (tree,
 	osRelease := "\n" + in["/etc/os-release"]
 	ubuntu := strings.Contains(osRelease, "\nID=ubuntu\n") || strings.Contains(osRelease, "\nID=\"ubuntu\"")
 	p.addHome(t, now, created, ubuntu && acc.sudoGroup == "sudo")
+	addTmp(t, now)
 	t.resolveDirTimes(installed)
 	return t, acc.groups, nil
 }
@@ -200,6 +202,16 @@ root	ALL=(ALL:ALL) ALL
 `
 }
 
+// addTmp gives /tmp what a booted desktop has in it: the X11 and ICE
+// socket directories systemd-tmpfiles creates at boot.
+func addTmp(t tree, now time.Time) {
+	boot := now.Add(-26 * time.Hour)
+	t.dir("/tmp", 0o1777|fs.ModeSticky, 0, 0, now.Add(-3*time.Minute))
+	for _, d := range []string{".X11-unix", ".ICE-unix", ".XIM-unix", ".font-unix"} {
+		t.dir("/tmp/"+d, 0o1777|fs.ModeSticky, 0, 0, boot)
+	}
+}
+
 // addHome adds the home directory: the distribution's skeleton files, an
 // ssh key, git identity, a few directories tools create, and history.
 func (p *Persona) addHome(t tree, now, created time.Time, sudoMarker bool) {
@@ -237,7 +249,22 @@ func (p *Persona) addHome(t tree, now, created time.Time, sudoMarker bool) {
 	file(".ssh/known_hosts", []byte(knownHosts(p.rand("known-hosts"))), 0o644, after(r, srcTime, 10*time.Second, time.Minute))
 	dir(".config", 0o755, time.Time{})
 	file(".config/git/ignore", []byte(gitignoreGlobal), 0o644, after(r, created, 3*24*time.Hour, 30*24*time.Hour))
-	dir(".cache", 0o700, after(r, created, time.Minute, 10*time.Minute))
+	// Directory times (zero here) follow their newest entries.
+	dir(".cache", 0o700, time.Time{})
+	if strings.Contains(p.EnvVars["PATH"], "go/bin") {
+		// The go command's build cache, which every Go developer has: a
+		// trim stamp it rewrites daily and object subdirectories.
+		buildTime := after(r, created, time.Hour, 30*24*time.Hour)
+		dir(".cache/go-build", 0o755, time.Time{})
+		trimmed := now.Add(-time.Duration(1+r.IntN(20)) * time.Hour)
+		file(".cache/go-build/trim.txt", []byte(strconv.FormatInt(trimmed.Unix(), 10)), 0o644, trimmed)
+		for i := 0; i < 6; i++ {
+			dir(fmt.Sprintf(".cache/go-build/%02x", r.IntN(256)), 0o755, between(r, buildTime, now))
+		}
+	} else {
+		file(".cache/motd.legal-displayed", nil, 0o644, after(r, created, time.Minute, 10*time.Minute))
+	}
+	file(".lesshst", []byte(".less-history-file:\n"), 0o600, between(r, created, now))
 	dir(".local/bin", 0o755, after(r, created, 24*time.Hour, 20*24*time.Hour))
 	dir(".local/share", 0o700, after(r, created, time.Hour, 48*time.Hour))
 	if strings.Contains(p.EnvVars["PATH"], "go/bin") {
