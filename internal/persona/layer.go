@@ -154,7 +154,7 @@ func (p *Persona) layer(base func(string) ([]byte, error), now time.Time) (tree,
 	osRelease := "\n" + in["/etc/os-release"]
 	ubuntu := strings.Contains(osRelease, "\nID=ubuntu\n") || strings.Contains(osRelease, "\nID=\"ubuntu\"")
 	p.addHome(t, now, created, ubuntu && acc.sudoGroup == "sudo")
-	addTmp(t, now)
+	p.addTmp(t, now)
 	t.resolveDirTimes(installed)
 	return t, acc.groups, nil
 }
@@ -202,13 +202,20 @@ root	ALL=(ALL:ALL) ALL
 `
 }
 
-// addTmp gives /tmp what a booted desktop has in it: the X11 and ICE
-// socket directories systemd-tmpfiles creates at boot.
-func addTmp(t tree, now time.Time) {
-	boot := now.Add(-26 * time.Hour)
-	t.dir("/tmp", 0o1777|fs.ModeSticky, 0, 0, now.Add(-3*time.Minute))
+// addTmp gives /tmp what a booted desktop's has: the socket directories
+// systemd-tmpfiles creates at boot, then the user's tmux server directory
+// and the leftovers of an interrupted go test.
+func (p *Persona) addTmp(t tree, now time.Time) {
+	r := p.rand("tmp")
+	boot := now.Add(-time.Duration(20+r.IntN(40)) * time.Hour)
+	t.dir("/tmp", 0o1777|fs.ModeSticky, 0, 0, time.Time{})
 	for _, d := range []string{".X11-unix", ".ICE-unix", ".XIM-unix", ".font-unix"} {
 		t.dir("/tmp/"+d, 0o1777|fs.ModeSticky, 0, 0, boot)
+	}
+	uid, gid := int(p.UID), int(p.GID)
+	t.dir(fmt.Sprintf("/tmp/tmux-%d", p.UID), 0o700, uid, gid, between(r, boot.Add(10*time.Minute), now.Add(-2*time.Hour)))
+	if strings.Contains(p.EnvVars["PATH"], "go/bin") {
+		t.dir(fmt.Sprintf("/tmp/go-build%d", 1000000000+r.IntN(3000000000)), 0o700, uid, gid, between(r, boot, now.Add(-time.Hour)))
 	}
 }
 
