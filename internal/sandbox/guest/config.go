@@ -3,9 +3,9 @@ package guest
 // Config is what the host tells the init before it builds the sandbox. It is
 // JSON on descriptor FDConfig.
 type Config struct {
-	// Dir is the host-side run directory: the init works from it, finds
-	// the layer links, "rw" and "root" there, and listens on SocketName in
-	// it.
+	// Dir is the host-side run directory: the init works from it and finds
+	// the layer links, "rw" and "root" there. The host has bound
+	// SocketName in it and passes the listener as FDListener.
 	Dir string `json:"dir"`
 	// Layers are lower directories named relative to the init's working
 	// directory, topmost first. Relative names keep host paths out of the
@@ -52,6 +52,7 @@ const (
 	FDConfig   = 3 // read: Config as JSON, then EOF
 	FDStatus   = 4 // write: "ok\n" when serving, or one line of error
 	FDLifeline = 5 // read: EOF when the creator dies (with Config.Lifeline)
+	FDListener = 6 // a listening unix socket, SocketName in the run directory
 )
 
 // SocketName is the unix socket in the run directory the init serves wire

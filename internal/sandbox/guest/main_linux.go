@@ -52,11 +52,11 @@ func Main() {
 	if err := os.Chdir(cfg.Dir); err != nil {
 		fail(fmt.Errorf("enter run directory: %w", err))
 	}
-	// Bound before pivot_root, while the run directory is still in view;
-	// the socket keeps working from inside.
-	ln, err := net.Listen("unix", SocketName)
+	// The host bound the socket (a first socket in a fresh network
+	// namespace costs a millisecond); it keeps working after pivot_root.
+	ln, err := net.FileListener(os.NewFile(FDListener, "listener"))
 	if err != nil {
-		fail(fmt.Errorf("listen: %w", err))
+		fail(fmt.Errorf("listener: %w", err))
 	}
 	if cfg.NewCgroupNS {
 		if err := unix.Unshare(unix.CLONE_NEWCGROUP); err != nil {

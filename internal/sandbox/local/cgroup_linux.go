@@ -191,6 +191,27 @@ func (cs *cgroupSetup) create(id string) (cg *cgroup, retErr error) {
 	return cg, nil
 }
 
+// setIdle gives the cgroup the least CPU weight (on) or the default (off).
+func (cg *cgroup) setIdle(on bool) error {
+	if d, ok := cg.Dirs["cpu"]; ok {
+		shares := "1024"
+		if on {
+			shares = "2"
+		}
+		return writeFile(d, "cpu.shares", shares)
+	}
+	if d, ok := cg.Dirs[""]; ok {
+		weight := "100"
+		if on {
+			weight = "1"
+		}
+		if err := writeFile(d, "cpu.weight", weight); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+	}
+	return nil
+}
+
 // setLimits writes lim into the cgroups.
 func (cg *cgroup) setLimits(cs *cgroupSetup, lim sandbox.Limits) error {
 	need := func(c string, what string) (string, error) {

@@ -168,6 +168,9 @@ func (r *Runtime) create(ctx context.Context, spec sandbox.Spec) (_ *box, retErr
 	if err != nil {
 		return nil, err
 	}
+	if r.pool != nil {
+		defer r.refill()
+	}
 	defer func() {
 		if retErr != nil {
 			ip.discard()
@@ -248,25 +251,29 @@ type initProc struct {
 	lifeW *os.File
 }
 
-// takeInit returns a pooled init, or starts one, and has the pool
-// refilled in the background.
+// takeInit returns a pooled init, or starts one.
 func (r *Runtime) takeInit() (*initProc, error) {
 	if r.pool == nil {
-		return r.startInit()
+		return r.startInit(false)
 	}
-	defer r.refill()
 	select {
 	case ip := <-r.pool:
 		if alive(ip.cmd.Process.Pid, ip.tick) {
+			if err := ip.cg.setIdle(false); err != nil {
+				ip.discard()
+				return nil, err
+			}
 			return ip, nil
 		}
 		ip.discard()
 	default:
 	}
-	return r.startInit()
+	return r.startInit(false)
 }
 
-// refill starts one init for the pool, unless the runtime is closing.
+// refill starts one init for the pool, unless the runtime is closing. It
+// is called once a sandbox is created, so that a refill does not compete
+// with it.
 func (r *Runtime) refill() {
 	r.poolMu.Lock()
 	defer r.poolMu.Unlock()
@@ -276,7 +283,7 @@ func (r *Runtime) refill() {
 	r.poolWG.Add(1)
 	go func() {
 		defer r.poolWG.Done()
-		ip, err := r.startInit()
+		ip, err := r.startInit(true)
 		if err != nil {
 			r.log.Warn("warm sandbox pool: start init", "err", err)
 			return
@@ -309,11 +316,12 @@ func (r *Runtime) Close(ctx context.Context) error {
 	}
 }
 
-// startInit starts an init process first, so that its runtime start-up
+// startInit starts an init process early, so that its runtime start-up
 // (the larger part of creating a sandbox) overlaps with the host preparing
-// its run directory and cgroups. The init waits for its config before it
-// touches anything.
-func (r *Runtime) startInit() (_ *initProc, retErr error) {
+// its cgroups. The init waits for its config before it touches anything.
+// An init for the pool (idle) gets the least CPU weight until it is taken,
+// so refills never slow sandboxes in use.
+func (r *Runtime) startInit(idle bool) (_ *initProc, retErr error) {
 	ip := &initProc{id: newID()}
 	var toClose []*os.File
 	defer func() {
@@ -324,6 +332,15 @@ func (r *Runtime) startInit() (_ *initProc, retErr error) {
 			ip.discard()
 		}
 	}()
+	ip.dir = r.runDir(ip.id)
+	if err := os.Mkdir(ip.dir, 0o700); err != nil {
+		return nil, fmt.Errorf("create run directory: %w", err)
+	}
+	ln, err := listenUnix(filepath.Join(ip.dir, guest.SocketName))
+	if err != nil {
+		return nil, fmt.Errorf("listen for the sandbox init: %w", err)
+	}
+	toClose = append(toClose, ln)
 	cfgR, cfgW, err := os.Pipe()
 	if err != nil {
 		return nil, err
@@ -347,7 +364,7 @@ func (r *Runtime) startInit() (_ *initProc, retErr error) {
 		Args:       []string{"/sbin/init"},
 		Env:        []string{guest.EnvMarker + "=1"},
 		Dir:        "/",
-		ExtraFiles: []*os.File{cfgR, statW, lifeR},
+		ExtraFiles: []*os.File{cfgR, statW, lifeR, ln},
 		SysProcAttr: &syscall.SysProcAttr{
 			Cloneflags: unix.CLONE_NEWNS | unix.CLONE_NEWPID | unix.CLONE_NEWUTS | unix.CLONE_NEWIPC | unix.CLONE_NEWNET,
 			Setsid:     true,
@@ -360,10 +377,6 @@ func (r *Runtime) startInit() (_ *initProc, retErr error) {
 	ip.done = make(chan struct{})
 	go func() { _ = ip.cmd.Wait(); close(ip.done) }()
 
-	ip.dir = r.runDir(ip.id)
-	if err := os.Mkdir(ip.dir, 0o700); err != nil {
-		return nil, fmt.Errorf("create run directory: %w", err)
-	}
 	for _, d := range []string{"rw", "root"} {
 		if err := os.Mkdir(filepath.Join(ip.dir, d), 0o755); err != nil {
 			return nil, err
@@ -374,6 +387,11 @@ func (r *Runtime) startInit() (_ *initProc, retErr error) {
 		return nil, err
 	}
 	ip.cg = cg
+	if idle {
+		if err := cg.setIdle(true); err != nil {
+			return nil, err
+		}
+	}
 	if err := cg.add(ip.cmd.Process.Pid); err != nil {
 		return nil, err
 	}
@@ -384,6 +402,23 @@ func (r *Runtime) startInit() (_ *initProc, retErr error) {
 		return nil, err
 	}
 	return ip, nil
+}
+
+// listenUnix binds a listening unix socket at path.
+func listenUnix(path string) (*os.File, error) {
+	fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	if err := unix.Bind(fd, &unix.SockaddrUnix{Name: path}); err != nil {
+		unix.Close(fd)
+		return nil, err
+	}
+	if err := unix.Listen(fd, 128); err != nil {
+		unix.Close(fd)
+		return nil, err
+	}
+	return os.NewFile(uintptr(fd), path), nil
 }
 
 // discard kills the init and removes what was made for it.
