@@ -3,9 +3,10 @@ package guest
 // Config is what the host tells the init before it builds the sandbox. It is
 // JSON on descriptor FDConfig.
 type Config struct {
-	// Dir is the host-side run directory: the init works from it and finds
-	// the layer links, "rw" and "root" there. The host has bound
-	// SocketName in it and passes the listener as FDListener.
+	// Dir is the host-side run directory, where the host started the init:
+	// it holds the layer links and the directories "rw", "root", "proc",
+	// "dev", "sys" and "run". The host has bound SocketName in it and
+	// passes the listener as FDListener.
 	Dir string `json:"dir"`
 	// Layers are lower directories named relative to the init's working
 	// directory, topmost first. Relative names keep host paths out of the
@@ -60,5 +61,6 @@ const (
 const SocketName = "ctl.sock"
 
 // EnvMarker is set in the init's environment by the host to say "run as the
-// guest init". The init clears its environment before it starts anything.
+// guest init": "1", or "pool" for an init started ahead of need. The init
+// clears its environment before it starts anything.
 const EnvMarker = "VERISIM_GUEST_INIT"

@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -33,40 +34,38 @@ type server struct {
 	waiting map[int]chan unix.WaitStatus
 	// early keeps statuses of commands reaped before they were registered.
 	early map[int]unix.WaitStatus
-	// spawns carries fork requests to the thread that owns the sandbox's
-	// namespaces.
-	spawns chan spawnReq
-}
-
-type spawnReq struct {
-	path string
-	args []string
-	attr *syscall.ProcAttr
-	done chan spawnRes
-}
-
-type spawnRes struct {
-	pid int
-	err error
+	// spawner carries work to the one thread that starts commands: a
+	// namespace entered with unshare belongs to the calling thread only,
+	// so every command must be forked from the thread that entered it.
+	spawner chan func()
 }
 
 func newServer() *server {
-	return &server{waiting: map[int]chan unix.WaitStatus{}, early: map[int]unix.WaitStatus{}, spawns: make(chan spawnReq)}
+	return &server{waiting: map[int]chan unix.WaitStatus{}, early: map[int]unix.WaitStatus{}, spawner: make(chan func())}
 }
 
-// spawnLoop runs on the main thread for the life of the init.
+// spawnLoop owns the spawner thread for the life of the init.
 func (s *server) spawnLoop() {
-	for r := range s.spawns {
-		pid, err := syscall.ForkExec(r.path, r.args, r.attr)
-		r.done <- spawnRes{pid, err}
+	runtime.LockOSThread()
+	for f := range s.spawner {
+		f()
 	}
 }
 
-func (s *server) forkExec(path string, args []string, attr *syscall.ProcAttr) (int, error) {
-	done := make(chan spawnRes, 1)
-	s.spawns <- spawnReq{path, args, attr, done}
-	r := <-done
-	return r.pid, r.err
+// onSpawner runs f on the spawner thread.
+func (s *server) onSpawner(f func() error) error {
+	done := make(chan error, 1)
+	s.spawner <- func() { done <- f() }
+	return <-done
+}
+
+func (s *server) forkExec(path string, args []string, attr *syscall.ProcAttr) (pid int, err error) {
+	err = s.onSpawner(func() error {
+		var ferr error
+		pid, ferr = syscall.ForkExec(path, args, attr)
+		return ferr
+	})
+	return pid, err
 }
 
 // reap collects every child and orphan of PID 1.
@@ -251,6 +250,13 @@ func (s *server) exec(c *wire.Conn, req *wire.Request) {
 					return
 				}
 			}
+			if errors.Is(err, os.ErrDeadlineExceeded) {
+				// Cut off because a descendant holds the output open:
+				// what the command wrote before it exited is still in
+				// the pipe, and must not be lost to a slow wake-up.
+				drainPipe(f, func(b []byte) { _ = c.Write(typ, b) })
+				return
+			}
 			if err != nil {
 				return
 			}
@@ -345,6 +351,25 @@ func waitOutput(wg *sync.WaitGroup, p *proc) {
 		}
 		<-done
 	}
+}
+
+// drainPipe reads what is buffered in the non-blocking pipe f without
+// waiting (the poller refuses reads past a deadline; Control does not).
+func drainPipe(f *os.File, emit func([]byte)) {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return
+	}
+	buf := make([]byte, wire.ChunkSize)
+	_ = rc.Control(func(fd uintptr) {
+		for {
+			n, err := unix.Read(int(fd), buf)
+			if n <= 0 || err != nil {
+				return
+			}
+			emit(buf[:n])
+		}
+	})
 }
 
 // killTree signals the command's process group and every process in its

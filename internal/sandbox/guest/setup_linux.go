@@ -11,25 +11,47 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// setup builds the sandbox's filesystem and identity. The init runs it in
-// fresh mount, PID, UTS, IPC and network namespaces, with its working
-// directory in the host-side run directory that holds the layer links and
-// the empty directories "rw" and "root". It returns the descriptor of the
-// writable layer's upper directory.
-func setup(cfg *Config) (upperFD int, err error) {
+// The init builds the sandbox in two steps. prepare does what no config is
+// needed for, as soon as the init starts (for a pooled init, long before
+// anyone asks for a sandbox); finish does the rest once the config arrives.
+// Both run in fresh mount, PID, UTS, IPC and network namespaces, working in
+// the host-side run directory that holds the layer links and the empty
+// directories "rw", "root", and "proc", "dev", "sys" and "run" where the
+// system mounts are staged before they are moved into the new root.
+
+// staged are the system mounts prepare makes and finish moves into place.
+var staged = []string{"proc", "dev", "sys", "run"}
+
+// prepare makes mounts private, mounts the writable layer's tmpfs, stages
+// /proc, /dev, /sys and /run, and brings up lo.
+func prepare() error {
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
-		return -1, fmt.Errorf("make mounts private: %w", err)
+		return fmt.Errorf("make mounts private: %w", err)
 	}
-	tmpfsOpts := "mode=0755"
-	if cfg.DiskBytes > 0 {
-		tmpfsOpts += fmt.Sprintf(",size=%d", cfg.DiskBytes)
-	}
-	if err := unix.Mount("tmpfs", "rw", "tmpfs", unix.MS_NODEV, tmpfsOpts); err != nil {
-		return -1, fmt.Errorf("mount writable layer: %w", err)
+	if err := unix.Mount("tmpfs", "rw", "tmpfs", unix.MS_NODEV, "mode=0755"); err != nil {
+		return fmt.Errorf("mount writable layer: %w", err)
 	}
 	for _, d := range []string{"rw/u", "rw/w"} {
 		if err := unix.Mkdir(d, 0o755); err != nil {
-			return -1, fmt.Errorf("mkdir %s: %w", d, err)
+			return fmt.Errorf("mkdir %s: %w", d, err)
+		}
+	}
+	if err := mountSystem(); err != nil {
+		return err
+	}
+	if err := loopbackUp(); err != nil {
+		return fmt.Errorf("bring up loopback: %w", err)
+	}
+	return nil
+}
+
+// finish builds the root filesystem from cfg, moves the staged mounts into
+// it, pivots into it and sets the machine's identity. It returns the
+// descriptor of the writable layer's upper directory.
+func finish(cfg *Config) (upperFD int, err error) {
+	if cfg.DiskBytes > 0 {
+		if err := unix.Mount("", "rw", "", unix.MS_REMOUNT|unix.MS_NODEV, fmt.Sprintf("mode=0755,size=%d", cfg.DiskBytes)); err != nil {
+			return -1, fmt.Errorf("size writable layer: %w", err)
 		}
 	}
 	if len(cfg.Layers) == 0 {
@@ -55,8 +77,22 @@ func setup(cfg *Config) (upperFD int, err error) {
 			return -1, err
 		}
 	}
-	if err := mountSystem(cfg); err != nil {
+	if err := populateSession("run", cfg.Session); err != nil {
 		return -1, err
+	}
+	if cfg.LastPID > 0 {
+		if err := os.WriteFile("proc/sys/kernel/ns_last_pid", []byte(strconv.Itoa(cfg.LastPID)), 0); err != nil {
+			return -1, fmt.Errorf("set the PID counter: %w", err)
+		}
+	}
+	for _, d := range staged {
+		target := filepath.Join("root", d)
+		if err := os.MkdirAll(target, 0o755); err != nil {
+			return -1, err
+		}
+		if err := unix.Mount(d, target, "", unix.MS_MOVE, ""); err != nil {
+			return -1, fmt.Errorf("move /%s into place: %w", d, err)
+		}
 	}
 	if err := unix.Chdir("root"); err != nil {
 		return -1, err
@@ -75,15 +111,6 @@ func setup(cfg *Config) (upperFD int, err error) {
 	if cfg.Hostname != "" {
 		if err := unix.Sethostname([]byte(cfg.Hostname)); err != nil {
 			return -1, fmt.Errorf("set hostname: %w", err)
-		}
-	}
-	if err := loopbackUp(); err != nil {
-		return -1, fmt.Errorf("bring up loopback: %w", err)
-	}
-	if cfg.LastPID > 0 {
-		// Needs the new /proc of this PID namespace, mounted above.
-		if err := os.WriteFile("/proc/sys/kernel/ns_last_pid", []byte(strconv.Itoa(cfg.LastPID)), 0); err != nil {
-			return -1, fmt.Errorf("set the PID counter: %w", err)
 		}
 	}
 	return upperFD, nil
@@ -112,55 +139,44 @@ func bind(b Bind) error {
 	return nil
 }
 
-// mountSystem mounts /proc, /dev, /sys and friends inside the new root,
-// shaped like those of an ordinary Linux machine.
-func mountSystem(cfg *Config) error {
+// mountSystem stages /proc, /dev, /sys and /run, shaped like those of an
+// ordinary Linux machine.
+func mountSystem() error {
 	type m struct {
 		src, target, fstype string
 		flags               uintptr
 		data                string
 	}
 	mounts := []m{
-		{"proc", "root/proc", "proc", unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC, ""},
+		{"proc", "proc", "proc", unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC, ""},
 		// Read-write like a booted machine's; only root could write, and
 		// commands run as the persona's user.
-		{"sysfs", "root/sys", "sysfs", unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC, ""},
-		{"udev", "root/dev", "tmpfs", unix.MS_NOSUID, "mode=0755,size=10m"},
+		{"sysfs", "sys", "sysfs", unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC, ""},
+		{"udev", "dev", "tmpfs", unix.MS_NOSUID, "mode=0755,size=10m"},
+		{"tmpfs", "run", "tmpfs", unix.MS_NOSUID | unix.MS_NODEV, "mode=0755,size=10%"},
 	}
 	for _, x := range mounts {
-		if err := os.MkdirAll(x.target, 0o755); err != nil {
-			return err
-		}
 		if err := unix.Mount(x.src, x.target, x.fstype, x.flags, x.data); err != nil {
-			return fmt.Errorf("mount %s: %w", strings.TrimPrefix(x.target, "root"), err)
+			return fmt.Errorf("mount /%s: %w", x.target, err)
 		}
 	}
-	if err := populateDev("root/dev"); err != nil {
+	if err := populateDev("dev"); err != nil {
 		return err
 	}
-	if err := unix.Mount("devpts", "root/dev/pts", "devpts", unix.MS_NOSUID|unix.MS_NOEXEC, "newinstance,gid=5,mode=620,ptmxmode=0666"); err != nil {
+	if err := unix.Mount("devpts", "dev/pts", "devpts", unix.MS_NOSUID|unix.MS_NOEXEC, "newinstance,gid=5,mode=620,ptmxmode=0666"); err != nil {
 		return fmt.Errorf("mount /dev/pts: %w", err)
 	}
-	if err := unix.Mount("tmpfs", "root/dev/shm", "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=1777"); err != nil {
+	if err := unix.Mount("tmpfs", "dev/shm", "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=1777"); err != nil {
 		return fmt.Errorf("mount /dev/shm: %w", err)
 	}
-	if err := unix.Mount("mqueue", "root/dev/mqueue", "mqueue", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+	if err := unix.Mount("mqueue", "dev/mqueue", "mqueue", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
 		return fmt.Errorf("mount /dev/mqueue: %w", err)
 	}
-	if err := os.MkdirAll("root/run", 0o755); err == nil {
-		if err := unix.Mount("tmpfs", "root/run", "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0755,size=10%"); err != nil {
-			return fmt.Errorf("mount /run: %w", err)
-		}
-		if err := populateRun("root/run", cfg.Session); err != nil {
-			return err
-		}
-	}
-	return nil
+	return populateRun("run")
 }
 
-// populateRun fills /run the way a booted systemd machine with one user
-// logged in has it.
-func populateRun(run string, s *Session) error {
+// populateRun fills /run the way a booted systemd machine has it.
+func populateRun(run string) error {
 	dirs := []struct {
 		path string
 		mode uint32
@@ -172,6 +188,12 @@ func populateRun(run string, s *Session) error {
 			return fmt.Errorf("mkdir /run/%s: %w", d.path, err)
 		}
 	}
+	return nil
+}
+
+// populateSession records a logged-in user in /run: their runtime
+// directory and a utmp with the boot and their terminal session.
+func populateSession(run string, s *Session) error {
 	if s == nil {
 		return os.WriteFile(filepath.Join(run, "utmp"), nil, 0o664)
 	}

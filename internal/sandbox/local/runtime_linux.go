@@ -336,6 +336,11 @@ func (r *Runtime) startInit(idle bool) (_ *initProc, retErr error) {
 	if err := os.Mkdir(ip.dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create run directory: %w", err)
 	}
+	for _, d := range []string{"rw", "root", "proc", "dev", "sys", "run"} {
+		if err := os.Mkdir(filepath.Join(ip.dir, d), 0o755); err != nil {
+			return nil, err
+		}
+	}
 	ln, err := listenUnix(filepath.Join(ip.dir, guest.SocketName))
 	if err != nil {
 		return nil, fmt.Errorf("listen for the sandbox init: %w", err)
@@ -359,11 +364,15 @@ func (r *Runtime) startInit(idle bool) (_ *initProc, retErr error) {
 	}
 	ip.lifeW = lifeW
 	toClose = append(toClose, lifeR)
+	marker := "1"
+	if idle {
+		marker = "pool"
+	}
 	ip.cmd = &exec.Cmd{
 		Path:       r.initPath,
 		Args:       []string{"/sbin/init"},
-		Env:        []string{guest.EnvMarker + "=1"},
-		Dir:        "/",
+		Env:        []string{guest.EnvMarker + "=" + marker},
+		Dir:        ip.dir,
 		ExtraFiles: []*os.File{cfgR, statW, lifeR, ln},
 		SysProcAttr: &syscall.SysProcAttr{
 			Cloneflags: unix.CLONE_NEWNS | unix.CLONE_NEWPID | unix.CLONE_NEWUTS | unix.CLONE_NEWIPC | unix.CLONE_NEWNET,
@@ -377,11 +386,6 @@ func (r *Runtime) startInit(idle bool) (_ *initProc, retErr error) {
 	ip.done = make(chan struct{})
 	go func() { _ = ip.cmd.Wait(); close(ip.done) }()
 
-	for _, d := range []string{"rw", "root"} {
-		if err := os.Mkdir(filepath.Join(ip.dir, d), 0o755); err != nil {
-			return nil, err
-		}
-	}
 	cg, err := r.cg.create(ip.id)
 	if err != nil {
 		return nil, err

@@ -117,6 +117,18 @@ func testExec(t *testing.T, h Harness) {
 			t.Errorf("got %q", out.String())
 		}
 	})
+	t.Run("output of a command whose child keeps stdout open", func(t *testing.T) {
+		// The child holds the pipe past the command's exit: the command's
+		// own output must arrive whole, and Run must not wait for the child.
+		start := time.Now()
+		r := Sh(t, sb, "head -c 200000 /dev/zero | tr '\\0' y; sleep 30 & echo; echo done")
+		if got := strings.Count(r.Stdout, "y"); got != 200000 || !strings.HasSuffix(r.Stdout, "\ndone\n") {
+			t.Errorf("got %d bytes of y and tail %q", got, r.Stdout[max(0, len(r.Stdout)-10):])
+		}
+		if d := time.Since(start); d > 10*time.Second {
+			t.Errorf("Run waited %v for the background child", d)
+		}
+	})
 	t.Run("command not found", func(t *testing.T) {
 		_, err := sb.Run(t.Context(), sandbox.Cmd{Args: []string{"no-such-command-xyz"}})
 		if !errors.Is(err, sandbox.ErrCommandNotFound) {
