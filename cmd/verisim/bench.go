@@ -55,7 +55,7 @@ them from Debian first. Needs root.`,
 				if a.cfg.Backend != "local" {
 					return usageErr("--warm needs the local backend")
 				}
-				w, err := local.New(local.Options{StateDir: a.cfg.StateDir, RunDir: a.cfg.RunDir, Warm: warm, Logger: a.log})
+				w, err := local.New(local.Options{StateDir: a.cfg.StateDir, RunDir: a.cfg.RunDir, Warm: warm, FavorDynmods: a.cfg.FavorDynmods, Logger: a.log})
 				if err != nil {
 					return err
 				}

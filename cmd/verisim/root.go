@@ -26,6 +26,8 @@ type config struct {
 	RunDir   string
 	Backend  string
 	LogLevel string
+	// FavorDynmods tunes the host's cgroup2 mount for fast cgroup moves.
+	FavorDynmods bool
 }
 
 // app holds what commands share once flags are parsed.
@@ -58,6 +60,7 @@ own machine, rewards them with hidden tests, and trains them with RL.`,
 	f.StringVar(&a.cfg.RunDir, "run-dir", run, "directory (tmpfs) for live sandboxes")
 	f.StringVar(&a.cfg.Backend, "backend", "local", `sandbox backend: "local" (namespaces, needs root) or "process" (no isolation)`)
 	f.StringVar(&a.cfg.LogLevel, "log-level", "warn", "debug, info, warn or error")
+	f.BoolVar(&a.cfg.FavorDynmods, "cgroup-favordynmods", true, "remount the host's cgroup2 hierarchy with favordynmods (fast cgroup moves; a host-wide setting)")
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return withCode(exitUsage, err) })
 	root.AddCommand(a.sandboxCmd(), a.fidelityCmd(), a.imageCmd(), a.benchCmd())
 	return root
@@ -92,7 +95,7 @@ func (a *app) runtime() (sandbox.Runtime, error) {
 		if runtime.GOOS != "linux" {
 			return nil, usageErr("the local backend runs on Linux only; use --backend process")
 		}
-		return local.New(local.Options{StateDir: a.cfg.StateDir, RunDir: a.cfg.RunDir, Logger: a.log})
+		return local.New(local.Options{StateDir: a.cfg.StateDir, RunDir: a.cfg.RunDir, FavorDynmods: a.cfg.FavorDynmods, Logger: a.log})
 	case "process":
 		return process.New(filepath.Join(a.cfg.StateDir, "process"), a.log)
 	default:

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/verisim/verisim/internal/sandbox"
 )
 
@@ -150,15 +152,59 @@ func cgroupMounts() (map[string]string, error) {
 	return m, sc.Err()
 }
 
+// favorDynmods adds "favordynmods" to the cgroup2 mount's options, keeping
+// the options it has (a remount sets all of them).
+func favorDynmods() error {
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		sep := -1
+		for i, x := range fields {
+			if x == "-" {
+				sep = i
+				break
+			}
+		}
+		if sep < 0 || len(fields) < sep+4 || fields[sep+1] != "cgroup2" {
+			continue
+		}
+		var opts []string
+		for _, o := range strings.Split(fields[sep+3], ",") {
+			switch o {
+			case "favordynmods":
+				return nil
+			case "rw", "ro":
+			default:
+				opts = append(opts, o)
+			}
+		}
+		opts = append(opts, "favordynmods")
+		if err := unix.Mount("", fields[4], "", unix.MS_REMOUNT, strings.Join(opts, ",")); err != nil {
+			return fmt.Errorf("remount %s with favordynmods: %w", fields[4], err)
+		}
+		return nil
+	}
+	if err := sc.Err(); err != nil {
+		return err
+	}
+	return fmt.Errorf("no cgroup2 mount")
+}
+
 // cgroup is one sandbox's set of cgroup directories.
 type cgroup struct {
 	// Dirs maps a controller to its directory; "" is the unified one.
 	Dirs map[string]string `json:"dirs"`
 }
 
-// create makes the sandbox's cgroups, with no limits yet. On error it
-// removes what it made.
-func (cs *cgroupSetup) create(id string) (cg *cgroup, retErr error) {
+// create makes the sandbox's cgroups, with no limits yet; the v1 cpu
+// hierarchy only when withCPU (each hierarchy costs a process migration).
+// On error it removes what it made.
+func (cs *cgroupSetup) create(id string, withCPU bool) (cg *cgroup, retErr error) {
 	cg = &cgroup{Dirs: map[string]string{}}
 	defer func() {
 		if retErr != nil {
@@ -176,6 +222,9 @@ func (cs *cgroupSetup) create(id string) (cg *cgroup, retErr error) {
 		cg.Dirs[""] = d
 	}
 	for c, base := range cs.v1 {
+		if c == "cpu" && !withCPU {
+			continue
+		}
 		d := filepath.Join(base, id)
 		err := os.Mkdir(d, 0o755)
 		if errors.Is(err, os.ErrNotExist) {

@@ -134,7 +134,8 @@ type Conn struct {
 
 // NewConn wraps rw.
 func NewConn(rw io.ReadWriter) *Conn {
-	return &Conn{r: bufio.NewReaderSize(rw, 64<<10), w: rw}
+	// Small: one Conn per request, and large payloads bypass the buffer.
+	return &Conn{r: bufio.NewReaderSize(rw, 4<<10), w: rw}
 }
 
 // ErrFrameTooLarge is returned for a frame above MaxFrame.
