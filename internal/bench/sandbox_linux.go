@@ -81,29 +81,12 @@ func Sandbox(ctx context.Context, o SandboxOptions) (*Table, error) {
 	if err := mountMerged(o.Spec.Layers, merged); err != nil {
 		return nil, err
 	}
-	defer unix.Unmount(merged, unix.MNT_DETACH)
+	defer unmount(merged)
 
 	lifecycle := Row{Scenario: "create → true → destroy", Cells: map[string]Cell{}}
-	lifecycleOf := func(rt sandbox.Runtime) func(context.Context) error {
-		return func(ctx context.Context) error {
-			sb, err := rt.Create(ctx, o.Spec)
-			if err != nil {
-				return err
-			}
-			st, err := sb.Run(ctx, sandbox.Cmd{Args: []string{"/bin/true"}})
-			cerr := sb.Close(ctx)
-			if err == nil && st.Code != 0 {
-				err = fmt.Errorf("true exited %d", st.Code)
-			}
-			if err == nil {
-				err = cerr
-			}
-			return err
-		}
-	}
-	lifecycle.Cells[SubjectVerisim] = cell(SubjectVerisim, lifecycle.Scenario, lifecycleOf(o.Runtime))
+	lifecycle.Cells[SubjectVerisim] = cell(SubjectVerisim, lifecycle.Scenario, Lifecycle(o.Runtime, o.Spec))
 	if o.Warm != nil {
-		lifecycle.Cells[SubjectWarm] = cell(SubjectWarm, lifecycle.Scenario, lifecycleOf(o.Warm))
+		lifecycle.Cells[SubjectWarm] = cell(SubjectWarm, lifecycle.Scenario, Lifecycle(o.Warm, o.Spec))
 	}
 	for _, p := range o.Peers {
 		f, note := o.peer(p, merged)
@@ -161,6 +144,26 @@ func Sandbox(ctx context.Context, o SandboxOptions) (*Table, error) {
 	return t, nil
 }
 
+// Lifecycle is one run of the headline scenario: create a sandbox from
+// spec, run /bin/true in it, destroy it.
+func Lifecycle(rt sandbox.Runtime, spec sandbox.Spec) func(context.Context) error {
+	return func(ctx context.Context) error {
+		sb, err := rt.Create(ctx, spec)
+		if err != nil {
+			return err
+		}
+		st, err := sb.Run(ctx, sandbox.Cmd{Args: []string{"/bin/true"}})
+		cerr := sb.Close(ctx)
+		if err == nil && st.Code != 0 {
+			err = fmt.Errorf("true exited %d", st.Code)
+		}
+		if err == nil {
+			err = cerr
+		}
+		return err
+	}
+}
+
 func contains(l []string, s string) bool {
 	for _, x := range l {
 		if x == s {
@@ -187,6 +190,8 @@ func humanSize(n int64) string {
 	}
 	return fmt.Sprintf("%d B", n)
 }
+
+func unmount(dir string) { _ = unix.Unmount(dir, unix.MNT_DETACH) }
 
 // mountMerged mounts the layers as one read-only overlay for the peers.
 func mountMerged(layers []string, dir string) error {
