@@ -125,3 +125,72 @@ func TestConformance(t *testing.T) {
 		})
 	}
 }
+
+// TestDeepForkChain snapshots and forks past maxDepth, deleting, replacing
+// and recreating files on the way, and checks that the stack is squashed
+// and the last fork sees exactly the state it should.
+func TestDeepForkChain(t *testing.T) {
+	rt := testRuntime(t)
+	ctx := t.Context()
+	var sb sandbox.Sandbox
+	sb, err := rt.Create(ctx, testSpec(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sandboxtest.Sh(t, sb, "mkdir -p keep gone swap && echo 0 > keep/n && echo x > gone/f && echo old > swap/f && ln notes hard 2>/dev/null; echo a > notes && ln notes hard")
+	var snaps []string
+	for i := 1; i <= maxDepth+3; i++ {
+		script := fmt.Sprintf("echo %d > keep/n && echo %d >> log", i, i)
+		switch i {
+		case 3:
+			script += " && rm -rf gone"
+		case 5:
+			script += " && rm -rf swap && mkdir swap && echo new > swap/g"
+		case 7:
+			script += " && mkdir gone && echo back > gone/again"
+		}
+		if r := sandboxtest.Sh(t, sb, script); r.Status.Code != 0 {
+			t.Fatalf("step %d: %+v", i, r)
+		}
+		snap, err := sb.Snapshot(ctx)
+		if err != nil {
+			t.Fatalf("snapshot %d: %v", i, err)
+		}
+		snaps = append(snaps, snap)
+		next, err := rt.Fork(ctx, snap, sandbox.ForkOptions{})
+		if err != nil {
+			t.Fatalf("fork %d: %v", i, err)
+		}
+		sb.Close(ctx)
+		sb = next
+	}
+	defer sb.Close(ctx)
+	r := sandboxtest.Sh(t, sb, "cat keep/n; ls gone swap; cat swap/g gone/again; wc -l < log; stat -c %h notes")
+	want := fmt.Sprintf("%d\ngone:\nagain\n\nswap:\ng\nnew\nback\n%d\n2\n", maxDepth+3, maxDepth+3)
+	if r.Stdout != want {
+		t.Errorf("after %d forks: %q, want %q", maxDepth+3, r.Stdout, want)
+	}
+	layers := sb.(*box).m.Spec.Layers
+	snapLayers := 0
+	for _, l := range layers {
+		if rt.isSnapLayer(l) {
+			snapLayers++
+		}
+	}
+	if snapLayers > maxDepth {
+		t.Errorf("%d snapshot layers stacked; want at most %d", snapLayers, maxDepth)
+	}
+	sb.Close(ctx)
+	for i := len(snaps) - 1; i >= 0; i-- {
+		if err := rt.RemoveSnapshot(ctx, snaps[i]); err != nil {
+			t.Errorf("remove %s: %v", snaps[i], err)
+		}
+	}
+	if ents, _ := os.ReadDir(filepath.Join(rt.state, "layers")); len(ents) != 0 {
+		var names []string
+		for _, e := range ents {
+			names = append(names, e.Name())
+		}
+		t.Errorf("layers left after removing every snapshot: %v", names)
+	}
+}

@@ -47,10 +47,29 @@ func (b *box) Snapshot(ctx context.Context) (_ string, retErr error) {
 			os.RemoveAll(tmp)
 		}
 	}()
+	depth := 1
+	if pm, err := b.rt.readSnap(b.m.Spec.Labels[labelSnapshot]); err == nil {
+		depth = pm.Depth + 1
+	}
+	// Past maxDepth the snapshot layers under the sandbox are squashed
+	// with its changes into one layer, so stacks stay shallow.
+	chain := 0
+	if depth > maxDepth {
+		for chain < len(b.m.Spec.Layers) && b.rt.isSnapLayer(b.m.Spec.Layers[chain]) {
+			chain++
+		}
+		depth = 1
+	}
 	if err := b.m.Cgroup.freeze(true); err != nil {
 		return "", fmt.Errorf("freeze sandbox for snapshot: %w", err)
 	}
-	err := copyTree(ctx, b.upperPath(), tmp)
+	var err error
+	for i := chain - 1; i >= 0 && err == nil; i-- {
+		err = applyLayer(ctx, b.m.Spec.Layers[i], tmp)
+	}
+	if err == nil {
+		err = applyLayer(ctx, b.upperPath(), tmp)
+	}
 	if terr := b.m.Cgroup.freeze(false); terr != nil && err == nil {
 		err = fmt.Errorf("thaw sandbox after snapshot: %w", terr)
 	}
@@ -59,13 +78,9 @@ func (b *box) Snapshot(ctx context.Context) (_ string, retErr error) {
 	}
 	final := b.rt.layerDir(id)
 	spec := b.m.Spec
-	spec.Layers = append([]string{final}, spec.Layers...)
+	spec.Layers = append([]string{final}, spec.Layers[chain:]...)
 	// Layers the sandbox owned now live as long as the snapshot needs them.
 	spec.OwnedLayers = append([]string{final}, spec.OwnedLayers...)
-	depth := 1
-	if pm, err := b.rt.readSnap(b.m.Spec.Labels[labelSnapshot]); err == nil {
-		depth = pm.Depth + 1
-	}
 	sm := &snapMeta{ID: id, Spec: spec, Parent: b.m.ID, Depth: depth}
 	if err := writeJSONAtomic(final+".json", sm); err != nil {
 		return "", err
@@ -79,6 +94,15 @@ func (b *box) Snapshot(ctx context.Context) (_ string, retErr error) {
 		_ = writeJSONAtomic(filepath.Join(b.dir, "meta.json"), b.m)
 	}
 	return id, nil
+}
+
+// isSnapLayer reports whether layer is one of this runtime's snapshots.
+func (r *Runtime) isSnapLayer(layer string) bool {
+	if filepath.Dir(layer) != filepath.Join(r.state, "layers") || !strings.HasPrefix(filepath.Base(layer), "s") {
+		return false
+	}
+	_, err := os.Stat(layer + ".json")
+	return err == nil
 }
 
 // labelSnapshot is set on forks to the snapshot they came from.
@@ -130,18 +154,23 @@ func (r *Runtime) RemoveSnapshot(ctx context.Context, snapshot string) error {
 	if err != nil {
 		return err
 	}
-	users, err := r.snapshotUsers(snapshot)
-	if err != nil {
-		return err
+	for _, l := range sm.Spec.OwnedLayers {
+		users, err := r.layerSandboxes(l)
+		if err != nil {
+			return err
+		}
+		if len(users) > 0 {
+			return fmt.Errorf("snapshot %s is in use by sandbox %s; remove it first", snapshot, strings.Join(users, ", "))
+		}
 	}
-	if len(users) > 0 {
-		return fmt.Errorf("snapshot %s is in use by sandbox %s; remove it first", snapshot, strings.Join(users, ", "))
+	if dep := r.layerUser(r.layerDir(snapshot), snapshot); dep != "" {
+		return fmt.Errorf("snapshot %s is the base of snapshot %s; remove that first", snapshot, dep)
 	}
-	// Only the snapshot's own layer and layers handed to it are deleted;
-	// other snapshots built on it keep their own references.
+	// The snapshot's own layer and layers handed to it (a workspace) go,
+	// unless a later snapshot still stands on them.
 	var errs []error
 	for _, l := range sm.Spec.OwnedLayers {
-		if l != r.layerDir(snapshot) && r.layerInUse(l, snapshot) {
+		if l != r.layerDir(snapshot) && r.layerUser(l, snapshot) != "" {
 			continue
 		}
 		if err := os.RemoveAll(l); err != nil {
@@ -154,13 +183,12 @@ func (r *Runtime) RemoveSnapshot(ctx context.Context, snapshot string) error {
 	return errors.Join(errs...)
 }
 
-// snapshotUsers lists sandboxes whose layers include the snapshot's.
-func (r *Runtime) snapshotUsers(snapshot string) ([]string, error) {
+// layerSandboxes lists live sandboxes whose layers include layer.
+func (r *Runtime) layerSandboxes(layer string) ([]string, error) {
 	ents, err := os.ReadDir(r.run)
 	if err != nil {
 		return nil, err
 	}
-	layer := r.layerDir(snapshot)
 	var users []string
 	for _, e := range ents {
 		if !isSandboxDir(e) {
@@ -180,8 +208,9 @@ func (r *Runtime) snapshotUsers(snapshot string) ([]string, error) {
 	return users, nil
 }
 
-// layerInUse reports whether another snapshot than except references l.
-func (r *Runtime) layerInUse(l, except string) bool {
+// layerUser names a snapshot other than except whose layers include l, or
+// returns "".
+func (r *Runtime) layerUser(l, except string) string {
 	ents, _ := os.ReadDir(filepath.Join(r.state, "layers"))
 	for _, e := range ents {
 		id, ok := strings.CutSuffix(e.Name(), ".json")
@@ -194,11 +223,11 @@ func (r *Runtime) layerInUse(l, except string) bool {
 		}
 		for _, x := range sm.Spec.Layers {
 			if x == l {
-				return true
+				return id
 			}
 		}
 	}
-	return false
+	return ""
 }
 
 // Snapshots lists the snapshots on this host.
@@ -216,11 +245,14 @@ func (r *Runtime) Snapshots(ctx context.Context) ([]string, error) {
 	return out, nil
 }
 
-// copyTree copies an overlay upper directory into dst, keeping what overlay
-// needs to read it back as a lower layer: whiteouts (0/0 character devices),
-// opaque-directory xattrs, modes, owners, times and hard links. Overlay's
+// applyLayer applies the overlay layer src onto the directory tree dst the
+// way overlayfs would read src over it: entries replace dst's, whiteouts
+// (0/0 character devices) delete dst's entry and stay as whiteouts (for the
+// layers below), opaque directories replace dst's directory whole, other
+// directories merge. Onto a missing dst it is a plain copy. It keeps modes,
+// owners, times, hard links and the opaque-directory xattr; overlay's
 // bookkeeping xattrs that only make sense on an upper layer are dropped.
-func copyTree(ctx context.Context, src, dst string) error {
+func applyLayer(ctx context.Context, src, dst string) error {
 	links := map[uint64]string{}
 	var walk func(s, d string) error
 	walk = func(s, d string) error {
@@ -237,16 +269,19 @@ func copyTree(ctx context.Context, src, dst string) error {
 			return err
 		}
 		mode := st.Mode & unix.S_IFMT
-		if mode != unix.S_IFDIR && st.Nlink > 1 {
-			if first, ok := links[st.Ino]; ok {
-				return unix.Link(first, d)
-			}
-			links[st.Ino] = d
-		}
-		switch mode {
-		case unix.S_IFDIR:
-			if err := unix.Mkdir(d, st.Mode&0o7777); err != nil {
-				return err
+		var dt unix.Stat_t
+		dExists := unix.Lstat(d, &dt) == nil
+		if mode == unix.S_IFDIR {
+			merge := dExists && dt.Mode&unix.S_IFMT == unix.S_IFDIR && !isOpaque(s)
+			if !merge {
+				if dExists {
+					if err := os.RemoveAll(d); err != nil {
+						return err
+					}
+				}
+				if err := unix.Mkdir(d, st.Mode&0o7777); err != nil {
+					return err
+				}
 			}
 			ents, err := os.ReadDir(s)
 			if err != nil {
@@ -257,21 +292,35 @@ func copyTree(ctx context.Context, src, dst string) error {
 					return err
 				}
 			}
-		case unix.S_IFREG:
-			if err := copyFile(s, d, st.Mode&0o7777); err != nil {
-				return err
+		} else {
+			if dExists {
+				if err := os.RemoveAll(d); err != nil {
+					return err
+				}
 			}
-		case unix.S_IFLNK:
-			target, err := os.Readlink(s)
-			if err != nil {
-				return err
+			if st.Nlink > 1 {
+				if first, ok := links[st.Ino]; ok {
+					return unix.Link(first, d)
+				}
+				links[st.Ino] = d
 			}
-			if err := unix.Symlink(target, d); err != nil {
-				return err
-			}
-		case unix.S_IFCHR, unix.S_IFBLK, unix.S_IFIFO, unix.S_IFSOCK:
-			if err := unix.Mknod(d, st.Mode, int(st.Rdev)); err != nil {
-				return err
+			switch mode {
+			case unix.S_IFREG:
+				if err := copyFile(s, d, st.Mode&0o7777); err != nil {
+					return err
+				}
+			case unix.S_IFLNK:
+				target, err := os.Readlink(s)
+				if err != nil {
+					return err
+				}
+				if err := unix.Symlink(target, d); err != nil {
+					return err
+				}
+			case unix.S_IFCHR, unix.S_IFBLK, unix.S_IFIFO, unix.S_IFSOCK:
+				if err := unix.Mknod(d, st.Mode, int(st.Rdev)); err != nil {
+					return err
+				}
 			}
 		}
 		if err := unix.Lchown(d, int(st.Uid), int(st.Gid)); err != nil {
@@ -289,10 +338,13 @@ func copyTree(ctx context.Context, src, dst string) error {
 		ts := []unix.Timespec{st.Atim, st.Mtim}
 		return unix.UtimesNanoAt(unix.AT_FDCWD, d, ts, unix.AT_SYMLINK_NOFOLLOW)
 	}
-	if err := walk(src, dst); err != nil {
-		return err
-	}
-	return nil
+	return walk(src, dst)
+}
+
+func isOpaque(dir string) bool {
+	var v [1]byte
+	n, err := unix.Lgetxattr(dir, "trusted.overlay.opaque", v[:])
+	return err == nil && n == 1 && v[0] == 'y'
 }
 
 func copyFile(src, dst string, perm uint32) error {
