@@ -117,6 +117,7 @@ func (a *app) manager() (sandbox.Manager, error) {
 
 // machineFlags are the flags that describe a machine.
 type machineFlags struct {
+	cmd     *cobra.Command
 	image   string
 	persona string
 	repo    string
@@ -125,18 +126,26 @@ type machineFlags struct {
 }
 
 func (m *machineFlags) register(c *cobra.Command) {
+	m.cmd = c
 	f := c.Flags()
 	f.StringVar(&m.image, "image", "host", `root filesystem: "host", a directory, an OCI archive (.tar) or a name from "verisim image build"`)
 	f.StringVar(&m.persona, "persona", "", "persona YAML file (default: the built-in developer)")
 	f.StringVar(&m.repo, "repo", "", "git checkout to clone into the persona's workspace")
-	f.StringVar(&m.limits, "limits", defaultLimits, "resource limits: memory=SIZE,pids=N,cpus=N,disk=SIZE (0 = none)")
+	f.StringVar(&m.limits, "limits", defaultLimits, "resource limits: memory=SIZE,pids=N,cpus=N,disk=SIZE (0 = none; without root only disk)")
 }
 
 const defaultLimits = "memory=4g,pids=4096,cpus=0,disk=10g"
 
+// rootlessLimits are the defaults without root, which has no cgroups.
+const rootlessLimits = "disk=10g"
+
 // spec resolves the machine flags into a sandbox spec.
 func (a *app) spec(ctx context.Context, m *machineFlags) (sandbox.Spec, error) {
-	lim, err := parseLimits(m.limits)
+	limits := m.limits
+	if os.Geteuid() != 0 && a.cfg.Backend == "local" && m.cmd != nil && !m.cmd.Flags().Changed("limits") {
+		limits = rootlessLimits
+	}
+	lim, err := parseLimits(limits)
 	if err != nil {
 		return sandbox.Spec{}, withCode(exitUsage, err)
 	}

@@ -1,8 +1,18 @@
 package machine
 
-import "golang.org/x/sys/unix"
+import (
+	"os"
 
-// markOpaque makes overlayfs hide lower layers' entries under dir.
+	"golang.org/x/sys/unix"
+)
+
+// markOpaque makes overlayfs hide lower layers' entries under dir. Root's
+// overlays read trusted.* xattrs; those a user mounts (the local backend
+// without root) read user.* ones, the only kind a user may set.
 func markOpaque(dir string) error {
-	return unix.Lsetxattr(dir, "trusted.overlay.opaque", []byte("y"), 0)
+	name := "trusted.overlay.opaque"
+	if os.Geteuid() != 0 {
+		name = "user.overlay.opaque"
+	}
+	return unix.Lsetxattr(dir, name, []byte("y"), 0)
 }

@@ -27,6 +27,10 @@ type Config struct {
 	// Lifeline makes the init exit when descriptor FDLifeline reaches EOF,
 	// that is when the process that created the sandbox is gone.
 	Lifeline bool `json:"lifeline,omitempty"`
+	// Rootless says the init runs in a user namespace: device nodes are
+	// bound from the host instead of made, and overlayfs keeps its
+	// metadata in user.* xattrs.
+	Rootless bool `json:"rootless,omitempty"`
 	// NewCgroupNS makes the init enter a new cgroup namespace once the host
 	// has placed it in the sandbox's cgroups, so that the sandbox sees its
 	// cgroup as "/".

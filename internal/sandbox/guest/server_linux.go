@@ -44,9 +44,12 @@ func newServer() *server {
 	return &server{waiting: map[int]chan unix.WaitStatus{}, early: map[int]unix.WaitStatus{}, spawner: make(chan func())}
 }
 
-// spawnLoop owns the spawner thread for the life of the init.
+// spawnLoop owns the spawner thread for the life of the init. Commands
+// forked from it must not inherit the ambient capabilities a rootless init
+// is started with, so it clears them on its thread first.
 func (s *server) spawnLoop() {
 	runtime.LockOSThread()
+	_ = unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
 	for f := range s.spawner {
 		f()
 	}
@@ -402,7 +405,9 @@ func (s *server) startProcess(path string, req *wire.Request, dir string) (*proc
 		env = []string{"PATH=" + defaultPath}
 	}
 	attr := &syscall.SysProcAttr{Setsid: true}
-	if req.UID != 0 || req.GID != 0 || len(req.Groups) > 0 {
+	// Switch user only when it is another user: in a rootless sandbox the
+	// init already is the sandbox's user, and nothing else is mapped.
+	if int(req.UID) != os.Getuid() || int(req.GID) != os.Getgid() || len(req.Groups) > 0 {
 		attr.Credential = &syscall.Credential{Uid: req.UID, Gid: req.GID, Groups: req.Groups}
 	}
 	p := &proc{}

@@ -2,6 +2,7 @@ package guest
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -65,6 +66,9 @@ func finish(cfg *Config) (upperFD int, err error) {
 	}
 	// The source name shows up as the device of "/" in mountinfo.
 	opts := "lowerdir=" + strings.Join(cfg.Layers, ":") + ",upperdir=rw/u,workdir=rw/w"
+	if cfg.Rootless {
+		opts += ",userxattr"
+	}
 	if err := unix.Mount("overlay", "root", "overlay", 0, opts); err != nil {
 		return -1, fmt.Errorf("mount overlay root: %w", err)
 	}
@@ -163,7 +167,12 @@ func mountSystem() error {
 	if err := populateDev("dev"); err != nil {
 		return err
 	}
-	if err := unix.Mount("devpts", "dev/pts", "devpts", unix.MS_NOSUID|unix.MS_NOEXEC, "newinstance,gid=5,mode=620,ptmxmode=0666"); err != nil {
+	err := unix.Mount("devpts", "dev/pts", "devpts", unix.MS_NOSUID|unix.MS_NOEXEC, "newinstance,gid=5,mode=620,ptmxmode=0666")
+	if errors.Is(err, unix.EINVAL) {
+		// In a user namespace the tty group is not mapped.
+		err = unix.Mount("devpts", "dev/pts", "devpts", unix.MS_NOSUID|unix.MS_NOEXEC, "newinstance,mode=620,ptmxmode=0666")
+	}
+	if err != nil {
 		return fmt.Errorf("mount /dev/pts: %w", err)
 	}
 	if err := unix.Mount("tmpfs", "dev/shm", "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=1777"); err != nil {
@@ -224,6 +233,13 @@ func utmpRecord(typ int16, pid int32, line, id, user, host string, sec int64) []
 	return b
 }
 
+func bindDevice(src, dst string) error {
+	if err := os.WriteFile(dst, nil, 0o666); err != nil {
+		return err
+	}
+	return unix.Mount(src, dst, "", unix.MS_BIND, "")
+}
+
 // populateDev creates the device nodes and links every Linux machine has.
 func populateDev(dev string) error {
 	nodes := []struct {
@@ -242,8 +258,18 @@ func populateDev(dev string) error {
 	old := unix.Umask(0)
 	defer unix.Umask(old)
 	for _, n := range nodes {
-		if err := unix.Mknod(filepath.Join(dev, n.name), unix.S_IFCHR|n.mode, int(unix.Mkdev(n.major, n.minor))); err != nil {
-			return fmt.Errorf("mknod /dev/%s: %w", n.name, err)
+		p := filepath.Join(dev, n.name)
+		err := unix.Mknod(p, unix.S_IFCHR|n.mode, int(unix.Mkdev(n.major, n.minor)))
+		if errors.Is(err, unix.EPERM) {
+			// In a user namespace devices cannot be made, only bound
+			// from the host (which is still in view here).
+			err = bindDevice("/dev/"+n.name, p)
+			if err != nil && n.name == "kmsg" {
+				continue
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("make /dev/%s: %w", n.name, err)
 		}
 	}
 	for _, d := range []struct {

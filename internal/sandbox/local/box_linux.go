@@ -234,6 +234,10 @@ func (b *box) execRequest(cmd *sandbox.Cmd) *wire.Request {
 		dir = u.Home
 	}
 	req := &wire.Request{Op: wire.OpExec, Args: cmd.Args, Env: env, Dir: dir, UID: u.UID, GID: u.GID, Groups: u.Groups}
+	if b.rt.rootless {
+		// Only the user's own ids are mapped into a rootless sandbox.
+		req.Groups = nil
+	}
 	if cmd.Timeout > 0 {
 		req.TimeoutMS = max(1, cmd.Timeout.Milliseconds())
 	}

@@ -4,7 +4,10 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/verisim/verisim/internal/sandbox"
@@ -28,8 +31,8 @@ func testRuntime(t testing.TB) *Runtime {
 
 func testRuntimeWarm(t testing.TB, warm int) *Runtime {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("the local backend needs root (CI runs as root)")
+	if os.Geteuid() != 0 && os.Getenv("VERISIM_ROOTLESS_TEST") == "" {
+		t.Skip("the local backend needs root here (CI runs as root); TestRootless covers it without")
 	}
 	// The run directory goes on /dev/shm, a tmpfs everywhere, so that
 	// the runtime need not mount one in the test's temporary directory.
@@ -96,8 +99,10 @@ func hostLayer(t testing.TB) string {
 			}
 		}
 	}
-	if err := os.Chown(filepath.Join(dir, "home/dev"), 1000, 1000); err != nil {
-		t.Fatal(err)
+	if os.Geteuid() == 0 {
+		if err := os.Chown(filepath.Join(dir, "home/dev"), 1000, 1000); err != nil {
+			t.Fatal(err)
+		}
 	}
 	return dir
 }
@@ -193,4 +198,80 @@ func TestDeepForkChain(t *testing.T) {
 		}
 		t.Errorf("layers left after removing every snapshot: %v", names)
 	}
+}
+
+// TestRootless runs the conformance suite as an unprivileged user: the
+// local backend then puts each sandbox in a user namespace that maps the
+// sandbox's user to the caller, without cgroups.
+func TestRootless(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("starts the rootless run as user nobody, which takes root")
+	}
+	if b, err := os.ReadFile("/proc/sys/user/max_user_namespaces"); err != nil || strings.TrimSpace(string(b)) == "0" {
+		t.Skip("user namespaces are disabled on this kernel")
+	}
+	// The test binary, where nobody can run it.
+	dir, err := os.MkdirTemp("", "verisim-rootless-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	os.Chmod(dir, 0o755)
+	bin := filepath.Join(dir, "local.test")
+	data, err := os.ReadFile(os.Args[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bin, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "-test.run", "^TestRootlessHelper$", "-test.v")
+	cmd.Env = []string{"VERISIM_ROOTLESS_TEST=1", "PATH=/usr/bin:/bin", "TMPDIR=/tmp", "HOME=/tmp"}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	out, err := cmd.CombinedOutput()
+	t.Logf("%s", out)
+	if err != nil {
+		t.Fatalf("rootless conformance run: %v", err)
+	}
+	if !strings.Contains(string(out), "--- PASS: TestRootlessHelper") {
+		t.Fatal("the rootless run did not pass")
+	}
+}
+
+// TestRootlessHelper is what TestRootless runs as nobody.
+func TestRootlessHelper(t *testing.T) {
+	if os.Getenv("VERISIM_ROOTLESS_TEST") == "" || os.Geteuid() == 0 {
+		t.Skip("run by TestRootless")
+	}
+	rt := testRuntime(t)
+	if !rt.rootless {
+		t.Fatal("runtime is not rootless")
+	}
+	sandboxtest.Run(t, sandboxtest.Harness{
+		Runtime: rt,
+		Spec: func(t *testing.T) sandbox.Spec {
+			s := testSpec(t)
+			s.Limits = sandbox.Limits{DiskBytes: 64 << 20}
+			return s
+		},
+		Isolated: true,
+	})
+	t.Run("commands hold no capabilities", func(t *testing.T) {
+		sb := sandboxtest.New(t, sandboxtest.Harness{Runtime: rt, Spec: func(t *testing.T) sandbox.Spec {
+			s := testSpec(t)
+			s.Limits = sandbox.Limits{}
+			return s
+		}})
+		r := sandboxtest.Sh(t, sb, "grep -E '^Cap(Eff|Prm|Amb)' /proc/self/status; id -u")
+		want := "CapPrm:\t0000000000000000\nCapEff:\t0000000000000000\nCapAmb:\t0000000000000000\n1000\n"
+		if r.Stdout != want {
+			t.Errorf("got %q, want %q", r.Stdout, want)
+		}
+	})
+	t.Run("limits need root", func(t *testing.T) {
+		s := testSpec(t)
+		if _, err := rt.Create(t.Context(), s); err == nil || !strings.Contains(err.Error(), "need root") {
+			t.Errorf("create with memory limits: %v", err)
+		}
+	})
 }

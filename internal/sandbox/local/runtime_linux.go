@@ -51,10 +51,14 @@ type Options struct {
 
 // Runtime is the local backend.
 type Runtime struct {
-	state      string
-	run        string
-	log        *slog.Logger
-	cg         *cgroupSetup
+	state string
+	run   string
+	log   *slog.Logger
+	cg    *cgroupSetup
+	// rootless is set when verisim is not root: sandboxes get a user
+	// namespace mapping the sandbox's user to the caller and no cgroups.
+	rootless bool
+
 	pool       chan *initProc
 	poolMu     sync.Mutex
 	poolClosed bool
@@ -69,9 +73,6 @@ var _ sandbox.Runtime = (*Runtime)(nil)
 
 // New checks the host and returns a Runtime.
 func New(opts Options) (*Runtime, error) {
-	if os.Geteuid() != 0 {
-		return nil, fmt.Errorf("the local sandbox backend needs root (it mounts overlays and creates cgroups); run as root or use --backend process")
-	}
 	if opts.StateDir == "" || opts.RunDir == "" {
 		return nil, fmt.Errorf("local runtime: state and run directories are required")
 	}
@@ -79,11 +80,20 @@ func New(opts Options) (*Runtime, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	cg, err := detectCgroups()
-	if err != nil {
-		return nil, err
+	rootless := os.Geteuid() != 0
+	var cg *cgroupSetup
+	if !rootless {
+		var err error
+		if cg, err = detectCgroups(); err != nil {
+			return nil, err
+		}
+	} else if opts.Warm > 0 {
+		// A user namespace's uid map is fixed at clone time, before anyone
+		// says which user the sandbox is for.
+		log.Info("rootless: no warm pool")
+		opts.Warm = 0
 	}
-	if opts.FavorDynmods {
+	if opts.FavorDynmods && !rootless {
 		if err := favorDynmods(); err != nil {
 			log.Warn("cgroup2 favordynmods not set; sandbox creation may stall now and then", "err", err)
 		}
@@ -91,7 +101,7 @@ func New(opts Options) (*Runtime, error) {
 	if err := os.MkdirAll(filepath.Join(opts.StateDir, "layers"), 0o700); err != nil {
 		return nil, fmt.Errorf("create state directory: %w", err)
 	}
-	if err := ensureTmpfs(opts.RunDir); err != nil {
+	if err := ensureTmpfs(opts.RunDir, rootless); err != nil {
 		return nil, err
 	}
 	initPath := filepath.Join(opts.RunDir, "systemd")
@@ -105,7 +115,7 @@ func New(opts Options) (*Runtime, error) {
 			return nil, err
 		}
 	}
-	r := &Runtime{state: opts.StateDir, run: opts.RunDir, log: log, cg: cg, initPath: initPath}
+	r := &Runtime{state: opts.StateDir, run: opts.RunDir, log: log, cg: cg, initPath: initPath, rootless: rootless}
 	if opts.Warm > 0 {
 		r.pool = make(chan *initProc, opts.Warm)
 		for range opts.Warm {
@@ -115,10 +125,13 @@ func New(opts Options) (*Runtime, error) {
 	return r, nil
 }
 
-// ensureTmpfs makes dir exist and be a tmpfs.
-func ensureTmpfs(dir string) error {
+// ensureTmpfs makes dir exist and, when root can, be a tmpfs.
+func ensureTmpfs(dir string, rootless bool) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("create run directory: %w", err)
+	}
+	if rootless {
+		return nil
 	}
 	var st unix.Statfs_t
 	if err := unix.Statfs(dir, &st); err != nil {
@@ -176,7 +189,15 @@ func (r *Runtime) create(ctx context.Context, spec sandbox.Spec) (_ *box, retErr
 			return nil, fmt.Errorf("image layer %q is not an absolute path", l)
 		}
 	}
-	ip, err := r.takeInit(spec.Limits.CPUs > 0)
+	if r.rootless {
+		if spec.Limits.MemoryBytes > 0 || spec.Limits.PIDs > 0 || spec.Limits.CPUs > 0 {
+			return nil, fmt.Errorf("memory, pids and cpus limits need cgroups, which need root; run as root or keep only the disk limit (--limits disk=10g)")
+		}
+		if spec.User.UID == 0 {
+			return nil, fmt.Errorf("without root a sandbox's user cannot be root; give it a persona user")
+		}
+	}
+	ip, err := r.takeInit(spec.Limits.CPUs > 0, spec.User)
 	if err != nil {
 		return nil, err
 	}
@@ -188,8 +209,10 @@ func (r *Runtime) create(ctx context.Context, spec sandbox.Spec) (_ *box, retErr
 			ip.discard()
 		}
 	}()
-	if err := ip.cg.setLimits(r.cg, spec.Limits); err != nil {
-		return nil, err
+	if ip.cg != nil {
+		if err := ip.cg.setLimits(r.cg, spec.Limits); err != nil {
+			return nil, err
+		}
 	}
 	names := make([]string, len(spec.Layers))
 	for i, l := range spec.Layers {
@@ -210,7 +233,8 @@ func (r *Runtime) create(ctx context.Context, spec sandbox.Spec) (_ *box, retErr
 		Binds:       binds,
 		LastPID:     lastPID(ip.id),
 		Lifeline:    !spec.Keep,
-		NewCgroupNS: true,
+		NewCgroupNS: !r.rootless,
+		Rootless:    r.rootless,
 	}
 	if u := spec.User; u.UID != 0 && u.Name != "" {
 		// Logged in a few hours ago, by the sandbox's own clock.
@@ -264,9 +288,9 @@ type initProc struct {
 }
 
 // takeInit returns a pooled init, or starts one.
-func (r *Runtime) takeInit(withCPU bool) (*initProc, error) {
+func (r *Runtime) takeInit(withCPU bool, u sandbox.User) (*initProc, error) {
 	if r.pool == nil {
-		return r.startInit(false, withCPU)
+		return r.startInit(false, withCPU, u)
 	}
 	select {
 	case ip := <-r.pool:
@@ -280,7 +304,7 @@ func (r *Runtime) takeInit(withCPU bool) (*initProc, error) {
 		ip.discard()
 	default:
 	}
-	return r.startInit(false, withCPU)
+	return r.startInit(false, withCPU, u)
 }
 
 // refill starts one init for the pool, unless the runtime is closing. It
@@ -295,7 +319,7 @@ func (r *Runtime) refill() {
 	r.poolWG.Add(1)
 	go func() {
 		defer r.poolWG.Done()
-		ip, err := r.startInit(true, true)
+		ip, err := r.startInit(true, true, sandbox.User{})
 		if err != nil {
 			r.log.Warn("warm sandbox pool: start init", "err", err)
 			return
@@ -333,7 +357,7 @@ func (r *Runtime) Close(ctx context.Context) error {
 // its cgroups. The init waits for its config before it touches anything.
 // An init for the pool (idle) gets the least CPU weight until it is taken,
 // so refills never slow sandboxes in use.
-func (r *Runtime) startInit(idle, withCPU bool) (_ *initProc, retErr error) {
+func (r *Runtime) startInit(idle, withCPU bool, u sandbox.User) (_ *initProc, retErr error) {
 	ip := &initProc{id: newID()}
 	var toClose []*os.File
 	defer func() {
@@ -391,6 +415,17 @@ func (r *Runtime) startInit(idle, withCPU bool) (_ *initProc, retErr error) {
 			Setsid:     true,
 		},
 	}
+	if r.rootless {
+		// One id each way: the sandbox's user is the caller.
+		a := ip.cmd.SysProcAttr
+		a.Cloneflags |= unix.CLONE_NEWUSER
+		a.UidMappings = []syscall.SysProcIDMap{{ContainerID: int(u.UID), HostID: os.Geteuid(), Size: 1}}
+		a.GidMappings = []syscall.SysProcIDMap{{ContainerID: int(u.GID), HostID: os.Getegid(), Size: 1}}
+		// The init is not uid 0 in its namespace, so exec would drop the
+		// capabilities it needs to build the sandbox; ambient ones survive.
+		// It clears them before starting any command.
+		a.AmbientCaps = []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_NET_ADMIN, unix.CAP_CHOWN, unix.CAP_DAC_OVERRIDE, unix.CAP_FOWNER, unix.CAP_SYS_CHROOT}
+	}
 	if err := ip.cmd.Start(); err != nil {
 		ip.cmd = nil
 		return nil, fmt.Errorf("start sandbox init: %w", err)
@@ -398,18 +433,21 @@ func (r *Runtime) startInit(idle, withCPU bool) (_ *initProc, retErr error) {
 	ip.done = make(chan struct{})
 	go func() { _ = ip.cmd.Wait(); close(ip.done) }()
 
-	cg, err := r.cg.create(ip.id, withCPU || idle)
-	if err != nil {
-		return nil, err
-	}
-	ip.cg = cg
-	if idle {
-		if err := cg.setIdle(true); err != nil {
+	var cg *cgroup
+	if r.cg != nil {
+		var err error
+		if cg, err = r.cg.create(ip.id, withCPU || idle); err != nil {
 			return nil, err
 		}
-	}
-	if err := cg.add(ip.cmd.Process.Pid); err != nil {
-		return nil, err
+		ip.cg = cg
+		if idle {
+			if err := cg.setIdle(true); err != nil {
+				return nil, err
+			}
+		}
+		if err := cg.add(ip.cmd.Process.Pid); err != nil {
+			return nil, err
+		}
 	}
 	ip.tick = startTick(ip.cmd.Process.Pid)
 	// GC must see who owns this init even before it becomes a sandbox.
@@ -633,6 +671,9 @@ func (r *Runtime) GC(ctx context.Context) (sandbox.GCReport, error) {
 	}
 	// Cgroups with no run directory: kill what is inside and remove them.
 	for c, base := range r.cg.allBases() {
+		if r.cg == nil {
+			break
+		}
 		cgs, _ := os.ReadDir(base)
 		for _, e := range cgs {
 			if !e.IsDir() || known[e.Name()] {
@@ -664,6 +705,9 @@ func (r *Runtime) GC(ctx context.Context) (sandbox.GCReport, error) {
 
 func (cs *cgroupSetup) allBases() map[string]string {
 	m := map[string]string{}
+	if cs == nil {
+		return m
+	}
 	for c, d := range cs.v1 {
 		m[c] = d
 	}

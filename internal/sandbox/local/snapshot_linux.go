@@ -60,8 +60,13 @@ func (b *box) Snapshot(ctx context.Context) (_ string, retErr error) {
 		}
 		depth = 1
 	}
-	if err := b.m.Cgroup.freeze(true); err != nil {
-		return "", fmt.Errorf("freeze sandbox for snapshot: %w", err)
+	// Without cgroups (rootless) there is no freezer: the copy is taken
+	// while the sandbox runs.
+	frozen := b.m.Cgroup != nil
+	if frozen {
+		if err := b.m.Cgroup.freeze(true); err != nil {
+			return "", fmt.Errorf("freeze sandbox for snapshot: %w", err)
+		}
 	}
 	var err error
 	for i := chain - 1; i >= 0 && err == nil; i-- {
@@ -70,8 +75,10 @@ func (b *box) Snapshot(ctx context.Context) (_ string, retErr error) {
 	if err == nil {
 		err = applyLayer(ctx, b.upperPath(), tmp)
 	}
-	if terr := b.m.Cgroup.freeze(false); terr != nil && err == nil {
-		err = fmt.Errorf("thaw sandbox after snapshot: %w", terr)
+	if frozen {
+		if terr := b.m.Cgroup.freeze(false); terr != nil && err == nil {
+			err = fmt.Errorf("thaw sandbox after snapshot: %w", terr)
+		}
 	}
 	if err != nil {
 		return "", fmt.Errorf("snapshot %s: %w", b.m.ID, err)
@@ -342,9 +349,13 @@ func applyLayer(ctx context.Context, src, dst string) error {
 }
 
 func isOpaque(dir string) bool {
-	var v [1]byte
-	n, err := unix.Lgetxattr(dir, "trusted.overlay.opaque", v[:])
-	return err == nil && n == 1 && v[0] == 'y'
+	for _, name := range []string{"trusted.overlay.opaque", "user.overlay.opaque"} {
+		var v [1]byte
+		if n, err := unix.Lgetxattr(dir, name, v[:]); err == nil && n == 1 && v[0] == 'y' {
+			return true
+		}
+	}
+	return false
 }
 
 func copyFile(src, dst string, perm uint32) error {
@@ -381,7 +392,7 @@ func copyXattrs(src, dst string) error {
 		if name == "" {
 			continue
 		}
-		if strings.HasPrefix(name, "trusted.overlay.") && name != "trusted.overlay.opaque" {
+		if (strings.HasPrefix(name, "trusted.overlay.") || strings.HasPrefix(name, "user.overlay.")) && !strings.HasSuffix(name, ".overlay.opaque") {
 			continue
 		}
 		vsz, err := unix.Lgetxattr(src, name, nil)
