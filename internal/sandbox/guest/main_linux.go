@@ -23,6 +23,10 @@ func IsInit() bool { v := os.Getenv(EnvMarker); return v == "1" || v == "pool" }
 func Main() {
 	pooled := os.Getenv(EnvMarker) == "pool"
 	os.Clearenv()
+	// Nothing the init holds may reach a command: not the socket it serves
+	// (a command could answer the host's requests), not the lifeline, not
+	// whatever the host process leaked to it.
+	_ = unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
 	status := os.NewFile(FDStatus, "status")
 	fail := func(err error) {
 		fmt.Fprintf(status, "%v\n", err)
@@ -81,7 +85,9 @@ func Main() {
 	if err != nil {
 		fail(err)
 	}
-	if cfg.Lifeline {
+	if !cfg.Lifeline {
+		unix.Close(FDLifeline)
+	} else {
 		lifeline := os.NewFile(FDLifeline, "lifeline")
 		go func() {
 			// Nothing is ever written; Read returns when the creator is gone.

@@ -32,8 +32,7 @@ type server struct {
 	mu sync.Mutex
 	// waiting maps the pid of a command to where its wait status goes.
 	waiting map[int]chan unix.WaitStatus
-	// early keeps statuses of commands reaped before they were registered.
-	early map[int]unix.WaitStatus
+
 	// spawner carries work to the one thread that starts commands: a
 	// namespace entered with unshare belongs to the calling thread only,
 	// so every command must be forked from the thread that entered it.
@@ -41,7 +40,7 @@ type server struct {
 }
 
 func newServer() *server {
-	return &server{waiting: map[int]chan unix.WaitStatus{}, early: map[int]unix.WaitStatus{}, spawner: make(chan func())}
+	return &server{waiting: map[int]chan unix.WaitStatus{}, spawner: make(chan func())}
 }
 
 // spawnLoop owns the spawner thread for the life of the init. Commands
@@ -71,7 +70,9 @@ func (s *server) forkExec(path string, args []string, attr *syscall.ProcAttr) (p
 	return pid, err
 }
 
-// reap collects every child and orphan of PID 1.
+// reap collects every child and orphan of PID 1. Commands are registered
+// under mu in the same critical section that forks them, so a status for a
+// pid not registered is an orphan's, and is dropped.
 func (s *server) reap(sigs <-chan os.Signal) {
 	for range sigs {
 		for {
@@ -87,8 +88,6 @@ func (s *server) reap(sigs <-chan os.Signal) {
 			if ch, ok := s.waiting[pid]; ok {
 				delete(s.waiting, pid)
 				ch <- ws
-			} else {
-				s.early[pid] = ws
 			}
 			s.mu.Unlock()
 		}
@@ -124,15 +123,26 @@ func (s *server) handle(nc net.Conn) {
 		writeFile(c, &req)
 	case wire.OpReadDir, wire.OpStat:
 		statFiles(c, &req)
-	case wire.OpPing:
-		_ = c.WriteJSON(wire.TypeResponse, wire.Response{})
-	case wire.OpShutdown:
-		_ = c.WriteJSON(wire.TypeResponse, wire.Response{})
-		nc.Close()
-		os.Exit(0)
+	case wire.OpSignal:
+		s.signal(c, &req)
 	default:
 		respondErr(c, &wire.Error{Code: wire.CodeInvalid, Message: fmt.Sprintf("unknown op %q", req.Op)})
 	}
+}
+
+// signal sends a signal to the process tree of a running command. It is
+// how a host that gives up on a command stops it: the connection of the
+// command itself may be stuck behind stdin the command never reads.
+func (s *server) signal(c *wire.Conn, req *wire.Request) {
+	s.mu.Lock()
+	_, running := s.waiting[req.PID]
+	s.mu.Unlock()
+	if !running || req.Signal <= 0 {
+		respondErr(c, &wire.Error{Code: wire.CodeNotFound, Message: fmt.Sprintf("no running command with pid %d", req.PID)})
+		return
+	}
+	killTree(req.PID, unix.Signal(req.Signal))
+	_ = c.WriteJSON(wire.TypeResponse, wire.Response{})
 }
 
 func respondErr(c *wire.Conn, e *wire.Error) {
@@ -154,7 +164,7 @@ func wireErr(err error) *wire.Error {
 	case errors.Is(err, syscall.EISDIR):
 		code = wire.CodeIsDir
 	case errors.Is(err, syscall.ENOSPC):
-		code = "no_space"
+		code = wire.CodeNoSpace
 	}
 	return &wire.Error{Code: code, Message: err.Error()}
 }
@@ -218,23 +228,13 @@ func (s *server) exec(c *wire.Conn, req *wire.Request) {
 		respondErr(c, &wire.Error{Code: wire.CodeCommandNotFound, Message: err.Error()})
 		return
 	}
-	p, err := s.startProcess(path, req, dir)
+	statusCh := make(chan unix.WaitStatus, 1)
+	p, err := s.startProcess(path, req, dir, statusCh)
 	if err != nil {
 		respondErr(c, wireErr(err))
 		return
 	}
 	defer p.closeHost()
-	// Register before anything can block; the reaper may already have the
-	// status.
-	statusCh := make(chan unix.WaitStatus, 1)
-	s.mu.Lock()
-	if ws, ok := s.early[p.pid]; ok {
-		delete(s.early, p.pid)
-		statusCh <- ws
-	} else {
-		s.waiting[p.pid] = statusCh
-	}
-	s.mu.Unlock()
 
 	if err := c.WriteJSON(wire.TypeResponse, wire.Response{PID: p.pid}); err != nil {
 		killTree(p.pid, unix.SIGKILL)
@@ -296,10 +296,6 @@ func (s *server) exec(c *wire.Conn, req *wire.Request) {
 				var ws wire.WinSize
 				if json.Unmarshal(payload, &ws) == nil && p.tty {
 					_ = unix.IoctlSetWinsize(int(p.stdin.Fd()), unix.TIOCSWINSZ, &unix.Winsize{Row: ws.Rows, Col: ws.Cols})
-				}
-			case wire.TypeSignal:
-				if len(payload) == 1 {
-					killTree(p.pid, unix.Signal(payload[0]))
 				}
 			}
 		}
@@ -399,7 +395,9 @@ func (p *proc) closeHost() {
 	}
 }
 
-func (s *server) startProcess(path string, req *wire.Request, dir string) (*proc, error) {
+// startProcess forks the command and registers statusCh for its exit, both
+// under mu so the reaper cannot see the exit first.
+func (s *server) startProcess(path string, req *wire.Request, dir string, statusCh chan unix.WaitStatus) (*proc, error) {
 	env := req.Env
 	if env == nil {
 		env = []string{"PATH=" + defaultPath}
@@ -461,7 +459,12 @@ func (s *server) startProcess(path string, req *wire.Request, dir string) (*proc
 	for i, f := range childFiles {
 		fds[i] = f.Fd()
 	}
+	s.mu.Lock()
 	pid, err := s.forkExec(path, req.Args, &syscall.ProcAttr{Dir: dir, Env: env, Files: fds, Sys: attr})
+	if err == nil {
+		s.waiting[pid] = statusCh
+	}
+	s.mu.Unlock()
 	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", req.Args[0], err)
 	}

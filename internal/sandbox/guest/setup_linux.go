@@ -253,7 +253,7 @@ func populateDev(dev string) error {
 		{"random", 1, 8, 0o666},
 		{"urandom", 1, 9, 0o666},
 		{"tty", 5, 0, 0o666},
-		{"kmsg", 1, 11, 0o644},
+		{"kmsg", 1, 11, 0o600},
 	}
 	old := unix.Umask(0)
 	defer unix.Umask(old)

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"net"
 	"os"
@@ -34,6 +33,9 @@ type box struct {
 	closeErr  error
 	closed    chan struct{}
 	initOnce  sync.Once
+	// mu serialises snapshots with each other and with Close: a snapshot
+	// freezes the sandbox and hands its owned layers on.
+	mu sync.Mutex
 }
 
 var _ sandbox.Sandbox = (*box)(nil)
@@ -103,7 +105,7 @@ func toError(e *wire.Error, path string) error {
 		base = unix.ENOTDIR
 	case wire.CodeIsDir:
 		base = unix.EISDIR
-	case "no_space":
+	case wire.CodeNoSpace:
 		base = unix.ENOSPC
 	default:
 		return errors.New(e.Message)
@@ -128,12 +130,23 @@ func (b *box) Run(ctx context.Context, cmd sandbox.Cmd) (sandbox.ExitStatus, err
 	if b.m.Cgroup != nil {
 		ooms = b.m.Cgroup.oomKills()
 	}
-	if _, err := response(c, ""); err != nil {
+	started, err := response(c, "")
+	if err != nil {
 		if ctx.Err() != nil {
 			return sandbox.ExitStatus{}, ctx.Err()
 		}
 		return sandbox.ExitStatus{}, err
 	}
+	// Giving up on the command kills its tree through a connection of its
+	// own: this one may be stuck behind stdin the command never reads.
+	stop()
+	stop = context.AfterFunc(ctx, func() {
+		kctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_ = b.signal(kctx, started.PID, unix.SIGKILL)
+		nc.Close()
+	})
+	defer stop()
 
 	var wg sync.WaitGroup
 	stdinDone := make(chan struct{})
@@ -247,6 +260,17 @@ func (b *box) execRequest(cmd *sandbox.Cmd) *wire.Request {
 	return req
 }
 
+// signal sends sig to the process tree of the command with pid.
+func (b *box) signal(ctx context.Context, pid int, sig unix.Signal) error {
+	nc, c, err := b.dial(ctx, &wire.Request{Op: wire.OpSignal, PID: pid, Signal: int(sig)})
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	_, err = response(c, "")
+	return err
+}
+
 // ReadFile implements sandbox.Sandbox.
 func (b *box) ReadFile(ctx context.Context, path string) ([]byte, error) {
 	nc, c, err := b.dial(ctx, &wire.Request{Op: wire.OpRead, Path: path})
@@ -331,6 +355,8 @@ func (b *box) Close(ctx context.Context) error {
 	b.isClosed()
 	b.closeOnce.Do(func() {
 		close(b.closed)
+		b.mu.Lock()
+		defer b.mu.Unlock()
 		b.closeErr = b.destroy(ctx)
 	})
 	return b.closeErr
@@ -384,7 +410,6 @@ func (b *box) upperPath() string {
 	return "/proc/" + strconv.Itoa(b.m.InitPID) + "/fd/" + strconv.Itoa(b.m.UpperFD)
 }
 
-var _ io.Reader
 
 // InitPID is the host pid of the sandbox's init, for measurements.
 func (b *box) InitPID() int { return b.m.InitPID }

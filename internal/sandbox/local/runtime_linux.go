@@ -181,6 +181,17 @@ func (r *Runtime) Create(ctx context.Context, spec sandbox.Spec) (sandbox.Sandbo
 }
 
 func (r *Runtime) create(ctx context.Context, spec sandbox.Spec) (_ *box, retErr error) {
+	defer func() {
+		// A sandbox that never was owns nothing: its layers go too.
+		if retErr != nil {
+			for _, l := range spec.OwnedLayers {
+				os.RemoveAll(l)
+			}
+		}
+	}()
+	if spec.Network != "" && spec.Network != sandbox.NetworkLoopback {
+		return nil, fmt.Errorf("network policy %q is not supported; use %q", spec.Network, sandbox.NetworkLoopback)
+	}
 	if len(spec.Layers) == 0 {
 		return nil, fmt.Errorf("sandbox spec has no image layers")
 	}
@@ -267,10 +278,17 @@ func (r *Runtime) create(ctx context.Context, spec sandbox.Spec) (_ *box, retErr
 }
 
 // lastPID picks where the sandbox's PID counter starts: a value a desktop
-// reaches within hours of booting, different per sandbox.
+// reaches within hours of booting, different per sandbox, and below the
+// kernel's pid_max (which caps namespaces too before Linux 6.14).
 func lastPID(id string) int {
 	n, _ := strconv.ParseUint(id[:6], 16, 32)
-	return 2000 + int(n%40000)
+	span := 40000
+	if b, err := os.ReadFile("/proc/sys/kernel/pid_max"); err == nil {
+		if limit, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && limit-3000 < 2000+span {
+			span = max(1000, limit-3000-2000)
+		}
+	}
+	return 2000 + int(n%uint64(span))
 }
 
 // initProc is a started init waiting for its config: in fresh namespaces,
@@ -648,8 +666,9 @@ func (r *Runtime) GC(ctx context.Context) (sandbox.GCReport, error) {
 		m, err := readMeta(dir)
 		if err != nil {
 			// Half-created: nothing was written yet; its init (if any)
-			// died with its lifeline.
-			if os.RemoveAll(dir) == nil {
+			// died with its lifeline. A young one may be a create in
+			// flight in another process.
+			if olderThan(dir, gcGrace) && os.RemoveAll(dir) == nil {
 				rep.Dirs++
 			}
 			continue
@@ -671,9 +690,6 @@ func (r *Runtime) GC(ctx context.Context) (sandbox.GCReport, error) {
 	}
 	// Cgroups with no run directory: kill what is inside and remove them.
 	for c, base := range r.cg.allBases() {
-		if r.cg == nil {
-			break
-		}
 		cgs, _ := os.ReadDir(base)
 		for _, e := range cgs {
 			if !e.IsDir() || known[e.Name()] {
@@ -692,15 +708,65 @@ func (r *Runtime) GC(ctx context.Context) (sandbox.GCReport, error) {
 			}
 		}
 	}
-	layers, _ := os.ReadDir(filepath.Join(r.state, "layers"))
-	for _, e := range layers {
-		if strings.HasPrefix(e.Name(), ".tmp-") {
-			if os.RemoveAll(filepath.Join(r.state, "layers", e.Name())) == nil {
-				rep.Dirs++
+	r.gcLayers(&rep)
+	return rep, nil
+}
+
+// gcGrace is how old an unreferenced or half-written entry must be before
+// GC takes it for a crash's leftover rather than work in flight.
+const gcGrace = time.Minute
+
+func olderThan(path string, d time.Duration) bool {
+	fi, err := os.Lstat(path)
+	return err == nil && time.Since(fi.ModTime()) > d
+}
+
+// gcLayers removes half-written layers (snapshot copies, persona layers in
+// the making), workspaces no sandbox or snapshot uses, and snapshot records
+// whose layer is gone.
+func (r *Runtime) gcLayers(rep *sandbox.GCReport) {
+	dir := filepath.Join(r.state, "layers")
+	ents, _ := os.ReadDir(dir)
+	used := map[string]bool{}
+	if runs, err := os.ReadDir(r.run); err == nil {
+		for _, e := range runs {
+			if m, err := readMeta(r.runDir(e.Name())); err == nil {
+				for _, l := range m.Spec.Layers {
+					used[l] = true
+				}
 			}
 		}
 	}
-	return rep, nil
+	for _, e := range ents {
+		if id, ok := strings.CutSuffix(e.Name(), ".json"); ok {
+			if sm, err := r.readSnap(id); err == nil {
+				for _, l := range sm.Spec.Layers {
+					used[l] = true
+				}
+			}
+		}
+	}
+	for _, e := range ents {
+		p := filepath.Join(dir, e.Name())
+		name := e.Name()
+		var remove bool
+		switch {
+		case strings.HasPrefix(name, ".tmp-"):
+			// A snapshot copy: ".tmp-<pid>-<id>".
+			pid, _ := strconv.Atoi(strings.SplitN(strings.TrimPrefix(name, ".tmp-"), "-", 2)[0])
+			remove = !processAlive(pid)
+		case strings.Contains(name, ".tmp-"):
+			remove = olderThan(p, gcGrace)
+		case strings.HasPrefix(name, "ws-"):
+			remove = !used[p] && olderThan(p, gcGrace)
+		case strings.HasSuffix(name, ".json"):
+			_, err := os.Stat(strings.TrimSuffix(p, ".json"))
+			remove = os.IsNotExist(err)
+		}
+		if remove && os.RemoveAll(p) == nil {
+			rep.Dirs++
+		}
+	}
 }
 
 func (cs *cgroupSetup) allBases() map[string]string {

@@ -34,14 +34,23 @@ func (r *Runtime) layerDir(id string) string { return filepath.Join(r.state, "la
 // writable layer (only what changed; the workspace and image stay in their
 // layers) into a new read-only layer, and thaws it.
 func (b *box) Snapshot(ctx context.Context) (_ string, retErr error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
 	if b.isClosed() {
 		return "", sandbox.ErrClosed
+	}
+	if b.m.Cgroup == nil {
+		// Without a freezer (no cgroups without root) the copy would run
+		// while the sandbox's processes can swap files for symlinks to the
+		// caller's own files, which the copy would then take in.
+		return "", fmt.Errorf("%w: snapshots need root (a cgroup freezer)", sandbox.ErrUnsupported)
 	}
 	if !alive(b.m.InitPID, b.m.InitTick) {
 		return "", fmt.Errorf("%w: %s has stopped", sandbox.ErrClosed, b.m.ID)
 	}
 	id := "s" + newID()
-	tmp := filepath.Join(b.rt.state, "layers", ".tmp-"+id)
+	// The copy's name says which process makes it, for GC.
+	tmp := filepath.Join(b.rt.state, "layers", fmt.Sprintf(".tmp-%d-%s", os.Getpid(), id))
 	defer func() {
 		if retErr != nil {
 			os.RemoveAll(tmp)
@@ -60,13 +69,9 @@ func (b *box) Snapshot(ctx context.Context) (_ string, retErr error) {
 		}
 		depth = 1
 	}
-	// Without cgroups (rootless) there is no freezer: the copy is taken
-	// while the sandbox runs.
-	frozen := b.m.Cgroup != nil
-	if frozen {
-		if err := b.m.Cgroup.freeze(true); err != nil {
-			return "", fmt.Errorf("freeze sandbox for snapshot: %w", err)
-		}
+	if err := b.m.Cgroup.freeze(true); err != nil {
+		_ = b.m.Cgroup.freeze(false)
+		return "", fmt.Errorf("freeze sandbox for snapshot: %w", err)
 	}
 	var err error
 	for i := chain - 1; i >= 0 && err == nil; i-- {
@@ -75,10 +80,8 @@ func (b *box) Snapshot(ctx context.Context) (_ string, retErr error) {
 	if err == nil {
 		err = applyLayer(ctx, b.upperPath(), tmp)
 	}
-	if frozen {
-		if terr := b.m.Cgroup.freeze(false); terr != nil && err == nil {
-			err = fmt.Errorf("thaw sandbox after snapshot: %w", terr)
-		}
+	if terr := b.m.Cgroup.freeze(false); terr != nil && err == nil {
+		err = fmt.Errorf("thaw sandbox after snapshot: %w", terr)
 	}
 	if err != nil {
 		return "", fmt.Errorf("snapshot %s: %w", b.m.ID, err)
@@ -173,12 +176,17 @@ func (r *Runtime) RemoveSnapshot(ctx context.Context, snapshot string) error {
 	if dep := r.layerUser(r.layerDir(snapshot), snapshot); dep != "" {
 		return fmt.Errorf("snapshot %s is the base of snapshot %s; remove that first", snapshot, dep)
 	}
-	// The snapshot's own layer and layers handed to it (a workspace) go,
-	// unless a later snapshot still stands on them.
+	// The snapshot's own layer and layers handed to it (a workspace) go;
+	// one a later snapshot still stands on is handed to that snapshot.
 	var errs []error
 	for _, l := range sm.Spec.OwnedLayers {
-		if l != r.layerDir(snapshot) && r.layerUser(l, snapshot) != "" {
-			continue
+		if l != r.layerDir(snapshot) {
+			if heir := r.layerUser(l, snapshot); heir != "" {
+				if err := r.handOver(heir, l); err != nil {
+					errs = append(errs, err)
+				}
+				continue
+			}
 		}
 		if err := os.RemoveAll(l); err != nil {
 			errs = append(errs, err)
@@ -188,6 +196,16 @@ func (r *Runtime) RemoveSnapshot(ctx context.Context, snapshot string) error {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
+}
+
+// handOver makes snapshot heir the owner of layer.
+func (r *Runtime) handOver(heir, layer string) error {
+	sm, err := r.readSnap(heir)
+	if err != nil {
+		return err
+	}
+	sm.Spec.OwnedLayers = append(sm.Spec.OwnedLayers, layer)
+	return writeJSONAtomic(r.layerDir(heir)+".json", sm)
 }
 
 // layerSandboxes lists live sandboxes whose layers include layer.

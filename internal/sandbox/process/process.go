@@ -53,6 +53,7 @@ func New(dir string, log *slog.Logger) (*Runtime, error) {
 			return nil, fmt.Errorf("process runtime: %w", err)
 		}
 	}
+	closeInherited()
 	return &Runtime{dir: dir, log: log}, nil
 }
 

@@ -129,6 +129,13 @@ func testExec(t *testing.T, h Harness) {
 			t.Errorf("Run waited %v for the background child", d)
 		}
 	})
+	t.Run("only stdio is inherited", func(t *testing.T) {
+		// ls's own directory descriptor is 3; nothing else may be open.
+		r := Sh(t, sb, "ls /proc/self/fd | tr '\\n' ' '")
+		if r.Stdout != "0 1 2 3 " {
+			t.Errorf("a command inherits descriptors %q, want only 0 1 2 (3 is ls's)", r.Stdout)
+		}
+	})
 	t.Run("command not found", func(t *testing.T) {
 		_, err := sb.Run(t.Context(), sandbox.Cmd{Args: []string{"no-such-command-xyz"}})
 		if !errors.Is(err, sandbox.ErrCommandNotFound) {
@@ -228,6 +235,31 @@ func testCancel(t *testing.T, h Harness) {
 	// The sandbox stays usable.
 	if r := Sh(t, sb, "echo still here"); r.Stdout != "still here\n" {
 		t.Errorf("after cancel: %+v", r)
+	}
+
+	// Cancelling kills the command even while stdin it never reads is
+	// still pending.
+	nap := fmt.Sprint(1000 + time.Now().UnixNano()%9000)
+	ctx, cancel = context.WithCancel(t.Context())
+	go func() {
+		time.Sleep(300 * time.Millisecond)
+		cancel()
+	}()
+	_, err = sb.Run(ctx, sandbox.Cmd{Args: []string{"sleep", nap}, Stdin: bytes.NewReader(make([]byte, 8<<20))})
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("with pending stdin: got %v, want context.Canceled", err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		r := Sh(t, sb, "ps -eo args 2>/dev/null | grep -c '^sleep "+nap+"' || true")
+		if strings.TrimSpace(r.Stdout) == "0" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("the cancelled command is still running")
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
 

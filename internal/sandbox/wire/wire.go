@@ -27,7 +27,6 @@ const (
 	TypeStdin    byte = 'I' // host → init: stdin bytes
 	TypeStdinEOF byte = 'i' // host → init: stdin closed
 	TypeResize   byte = 'W' // host → init: JSON WinSize
-	TypeSignal   byte = 'K' // host → init: one byte, a signal number for the command's process tree
 	TypeStdout   byte = 'O' // init → host: stdout bytes
 	TypeStderr   byte = 'E' // init → host: stderr bytes
 	TypeExit     byte = 'X' // init → host: JSON Exit, last frame of an exec
@@ -48,8 +47,9 @@ const (
 	OpWrite    = "write"
 	OpReadDir  = "readdir"
 	OpStat     = "stat"
-	OpPing     = "ping"
-	OpShutdown = "shutdown"
+	// OpSignal signals a running command's process tree, from a connection
+	// of its own.
+	OpSignal = "signal"
 )
 
 // Request is the first frame of every connection.
@@ -67,6 +67,9 @@ type Request struct {
 	// File ops.
 	Path string `json:"path,omitempty"`
 	Mode uint32 `json:"mode,omitempty"`
+	// Signal: the command's pid (from its exec response) and the signal.
+	PID    int `json:"pid,omitempty"`
+	Signal int `json:"signal,omitempty"`
 }
 
 // WinSize is a terminal size.
@@ -110,6 +113,7 @@ const (
 	CodeNotDir          = "not_dir"
 	CodeIsDir           = "is_dir"
 	CodeCommandNotFound = "command_not_found"
+	CodeNoSpace         = "no_space"
 	CodeInvalid         = "invalid"
 	CodeInternal        = "internal"
 )

@@ -1,0 +1,6 @@
+//go:build !linux
+
+package process
+
+// closeInherited does nothing where close_range is not available.
+func closeInherited() {}
