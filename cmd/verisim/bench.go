@@ -16,8 +16,9 @@ import (
 
 func (a *app) benchCmd() *cobra.Command {
 	c := &cobra.Command{
-		Use:   "bench",
-		Short: "Measure verisim against its peers, side by side",
+		Use:     "bench",
+		Short:   "Measure verisim against its peers, side by side",
+		Example: "  verisim bench sandbox --runs 200",
 	}
 	c.AddCommand(a.benchSandboxCmd())
 	return c

@@ -18,6 +18,9 @@ func (a *app) fidelityCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "fidelity",
 		Short: "Measure how much a sandbox looks like a real developer's machine",
+		Example: `  verisim fidelity capture > laptop.json
+  verisim fidelity audit --profile laptop.json
+  verisim fidelity probes`,
 	}
 	c.AddCommand(a.fidelityCaptureCmd(), a.fidelityAuditCmd(), a.fidelityProbesCmd())
 	return c
@@ -124,17 +127,9 @@ and why a model could use it. Tells the backend cannot remove are marked
 					opts.Probes = append(opts.Probes, n)
 				}
 			}
-			rt, err := a.runtime()
+			sb, rt, _, err := a.newSandbox(ctx, &m)
 			if err != nil {
 				return err
-			}
-			spec, err := a.spec(ctx, &m)
-			if err != nil {
-				return err
-			}
-			sb, err := rt.Create(ctx, spec)
-			if err != nil {
-				return fmt.Errorf("create sandbox: %w", err)
 			}
 			defer sb.Close(context.WithoutCancel(ctx))
 			rep, err := fidelity.Audit(ctx, sb, opts)
@@ -180,9 +175,10 @@ func orDefault(s, d string) string {
 func (a *app) fidelityProbesCmd() *cobra.Command {
 	var asJSON bool
 	c := &cobra.Command{
-		Use:   "probes",
-		Short: "List the probes",
-		Args:  cobra.NoArgs,
+		Use:     "probes",
+		Short:   "List the probes",
+		Example: "  verisim fidelity probes --json",
+		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ps := fidelity.Probes()
 			if asJSON {

@@ -17,6 +17,8 @@ func (a *app) imageCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "image",
 		Short: "Build and list root filesystem images",
+		Example: `  verisim image build bookworm-dev --packages git,python3
+  verisim image ls`,
 	}
 	c.AddCommand(a.imageBuildCmd(), a.imageLsCmd())
 	return c
@@ -60,9 +62,10 @@ this machine's apt sources, plus --packages, and stores it under NAME for
 
 func (a *app) imageLsCmd() *cobra.Command {
 	return &cobra.Command{
-		Use:   "ls",
-		Short: "List built and cached images",
-		Args:  cobra.NoArgs,
+		Use:     "ls",
+		Short:   "List built and cached images",
+		Example: "  verisim image ls",
+		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			list, err := a.store().List(cmd.Context())
 			if err != nil {

@@ -37,7 +37,6 @@ const (
 	exitRepo      = 123 // repository path missing or not a git checkout
 	exitTimeout   = 124 // the command ran past --timeout
 	exitFailure   = 125 // verisim itself failed
-	exitCantExec  = 126 // the command exists but cannot run
 	exitNoCommand = 127 // the command was not found
 )
 

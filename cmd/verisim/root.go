@@ -174,6 +174,24 @@ func (a *app) spec(ctx context.Context, m *machineFlags) (sandbox.Spec, error) {
 	return spec, err
 }
 
+// newSandbox creates a sandbox of the machine the flags describe, on the
+// configured backend. The caller closes it.
+func (a *app) newSandbox(ctx context.Context, m *machineFlags) (sandbox.Sandbox, sandbox.Runtime, sandbox.Spec, error) {
+	rt, err := a.runtime()
+	if err != nil {
+		return nil, nil, sandbox.Spec{}, err
+	}
+	spec, err := a.spec(ctx, m)
+	if err != nil {
+		return nil, nil, sandbox.Spec{}, err
+	}
+	sb, err := rt.Create(ctx, spec)
+	if err != nil {
+		return nil, nil, sandbox.Spec{}, fmt.Errorf("create sandbox: %w", err)
+	}
+	return sb, rt, spec, nil
+}
+
 // parseLimits reads "memory=4g,pids=4096,cpus=2,disk=10g".
 func parseLimits(s string) (sandbox.Limits, error) {
 	var lim sandbox.Limits

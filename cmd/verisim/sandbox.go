@@ -23,6 +23,9 @@ func (a *app) sandboxCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "sandbox",
 		Short: "Create, use and remove sandboxes",
+		Example: `  verisim sandbox run -- uname -a
+  verisim sandbox shell --repo .
+  verisim sandbox ls`,
 	}
 	c.AddCommand(a.sandboxRunCmd(), a.sandboxShellCmd(), a.sandboxLsCmd(), a.sandboxExecCmd(),
 		a.sandboxSnapshotCmd(), a.sandboxForkCmd(), a.sandboxRmCmd(), a.sandboxGCCmd())
@@ -62,20 +65,9 @@ sandbox (unless --keep, which prints its id and leaves it running).`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			rt, err := a.runtime()
+			sb, _, _, err := a.newSandbox(ctx, &m)
 			if err != nil {
 				return err
-			}
-			spec, err := a.spec(ctx, &m)
-			if err != nil {
-				return err
-			}
-			sb, err := rt.Create(ctx, spec)
-			if err != nil {
-				for _, l := range spec.OwnedLayers {
-					os.RemoveAll(l)
-				}
-				return fmt.Errorf("create sandbox: %w", err)
 			}
 			if !m.keep {
 				defer sb.Close(context.WithoutCancel(ctx))
@@ -103,17 +95,9 @@ func (a *app) sandboxShellCmd() *cobra.Command {
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			rt, err := a.runtime()
+			sb, _, spec, err := a.newSandbox(ctx, &m)
 			if err != nil {
 				return err
-			}
-			spec, err := a.spec(ctx, &m)
-			if err != nil {
-				return err
-			}
-			sb, err := rt.Create(ctx, spec)
-			if err != nil {
-				return fmt.Errorf("create sandbox: %w", err)
 			}
 			defer sb.Close(context.WithoutCancel(ctx))
 			shell := "/bin/bash"
@@ -138,10 +122,6 @@ func (a *app) runIn(ctx context.Context, sb sandbox.Sandbox, o *runOpts, args []
 		cmd.User = &sandbox.User{Name: "root", Home: "/root"}
 	default:
 		return usageErr("--user %q: only \"root\" or the persona's user (the default)", o.user)
-	}
-	if !term.IsTerminal(int(os.Stdin.Fd())) {
-		// A pipe or file is read to its end; a terminal is read only while
-		// the command runs.
 	}
 	if o.tty {
 		fd := int(os.Stdin.Fd())
@@ -201,9 +181,10 @@ func (a *app) runIn(ctx context.Context, sb sandbox.Sandbox, o *runOpts, args []
 func (a *app) sandboxLsCmd() *cobra.Command {
 	var asJSON bool
 	c := &cobra.Command{
-		Use:   "ls",
-		Short: "List kept sandboxes",
-		Args:  cobra.NoArgs,
+		Use:     "ls",
+		Short:   "List kept sandboxes",
+		Example: "  verisim sandbox ls\n  verisim sandbox ls --json",
+		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			m, err := a.manager()
 			if err != nil {
@@ -353,7 +334,8 @@ func (a *app) sandboxGCCmd() *cobra.Command {
 		Long: `Finds sandboxes whose creator died (unless kept) and stopped ones, and removes
 their processes, cgroups and directories, plus stray cgroups and half-written
 snapshots.`,
-		Args: cobra.NoArgs,
+		Example: "  verisim sandbox gc",
+		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			m, err := a.manager()
 			if err != nil {

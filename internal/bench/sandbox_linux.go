@@ -60,6 +60,15 @@ func Sandbox(ctx context.Context, o SandboxOptions) (*Table, error) {
 	if o.Progress == nil {
 		o.Progress = io.Discard
 	}
+	// Every sandbox of the run shares the spec's layers; none may delete
+	// them on close. They go when the run is over.
+	owned := o.Spec.OwnedLayers
+	o.Spec.OwnedLayers = nil
+	defer func() {
+		for _, l := range owned {
+			os.RemoveAll(l)
+		}
+	}()
 	t := &Table{Subjects: []string{SubjectVerisim}}
 	if o.Warm != nil {
 		t.Subjects = append(t.Subjects, SubjectWarm)
@@ -201,7 +210,11 @@ func mountMerged(layers []string, dir string) error {
 	_ = unix.Unmount(dir, unix.MNT_DETACH)
 	lower := strings.Join(layers, ":")
 	if len(layers) == 1 {
-		return unix.Mount(layers[0], dir, "", unix.MS_BIND|unix.MS_RDONLY, "")
+		// A bind ignores MS_RDONLY; read-only takes a remount.
+		if err := unix.Mount(layers[0], dir, "", unix.MS_BIND, ""); err != nil {
+			return err
+		}
+		return unix.Mount("", dir, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY, "")
 	}
 	if err := unix.Mount("overlay", dir, "overlay", unix.MS_RDONLY, "lowerdir="+lower); err != nil {
 		return fmt.Errorf("mount merged view for peers: %w", err)

@@ -3,11 +3,6 @@ package guest
 // Config is what the host tells the init before it builds the sandbox. It is
 // JSON on descriptor FDConfig.
 type Config struct {
-	// Dir is the host-side run directory, where the host started the init:
-	// it holds the layer links and the directories "rw", "root", "proc",
-	// "dev", "sys" and "run". The host has bound SocketName in it and
-	// passes the listener as FDListener.
-	Dir string `json:"dir"`
 	// Layers are lower directories named relative to the init's working
 	// directory, topmost first. Relative names keep host paths out of the
 	// sandbox's /proc/self/mountinfo.
@@ -55,7 +50,7 @@ type Bind struct {
 // Descriptors the host passes to the init, in this order.
 const (
 	FDConfig   = 3 // read: Config as JSON, then EOF
-	FDStatus   = 4 // write: "ok\n" when serving, or one line of error
+	FDStatus   = 4 // write: "ok <upper fd>\n" when serving, or one line of error
 	FDLifeline = 5 // read: EOF when the creator dies (with Config.Lifeline)
 	FDListener = 6 // a listening unix socket, SocketName in the run directory
 )

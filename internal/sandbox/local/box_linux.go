@@ -214,10 +214,11 @@ finished:
 		nc.Close()
 		wg.Wait()
 	}
+	if ctx.Err() != nil {
+		// Given up on: whatever ended the command, it was the caller.
+		return sandbox.ExitStatus{}, ctx.Err()
+	}
 	if readErr != nil {
-		if ctx.Err() != nil {
-			return sandbox.ExitStatus{}, ctx.Err()
-		}
 		if b.isClosed() {
 			return sandbox.ExitStatus{}, sandbox.ErrClosed
 		}
@@ -409,7 +410,6 @@ func (b *box) destroy(ctx context.Context) error {
 func (b *box) upperPath() string {
 	return "/proc/" + strconv.Itoa(b.m.InitPID) + "/fd/" + strconv.Itoa(b.m.UpperFD)
 }
-
 
 // InitPID is the host pid of the sandbox's init, for measurements.
 func (b *box) InitPID() int { return b.m.InitPID }

@@ -237,7 +237,6 @@ func (r *Runtime) create(ctx context.Context, spec sandbox.Spec) (_ *box, retErr
 		binds[i] = guest.Bind{Source: b.Source, Target: b.Target, ReadOnly: b.ReadOnly}
 	}
 	cfg := guest.Config{
-		Dir:         ip.dir,
 		Layers:      names,
 		DiskBytes:   spec.Limits.DiskBytes,
 		Hostname:    spec.Hostname,

@@ -255,21 +255,6 @@ func (r *Runtime) layerUser(l, except string) string {
 	return ""
 }
 
-// Snapshots lists the snapshots on this host.
-func (r *Runtime) Snapshots(ctx context.Context) ([]string, error) {
-	ents, err := os.ReadDir(filepath.Join(r.state, "layers"))
-	if err != nil {
-		return nil, err
-	}
-	var out []string
-	for _, e := range ents {
-		if id, ok := strings.CutSuffix(e.Name(), ".json"); ok {
-			out = append(out, id)
-		}
-	}
-	return out, nil
-}
-
 // applyLayer applies the overlay layer src onto the directory tree dst the
 // way overlayfs would read src over it: entries replace dst's, whiteouts
 // (0/0 character devices) delete dst's entry and stay as whiteouts (for the

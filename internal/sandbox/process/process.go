@@ -24,6 +24,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -71,9 +72,16 @@ func (r *Runtime) Create(ctx context.Context, spec sandbox.Spec) (sandbox.Sandbo
 	id := newID()
 	root := filepath.Join(r.dir, "sandboxes", id)
 	if err := os.MkdirAll(filepath.Join(root, "home"), 0o700); err != nil {
+		removeAll(spec.OwnedLayers)
 		return nil, fmt.Errorf("create sandbox directory: %w", err)
 	}
 	return r.open(id, root, spec), nil
+}
+
+func removeAll(paths []string) {
+	for _, p := range paths {
+		os.RemoveAll(p)
+	}
 }
 
 func (r *Runtime) open(id, root string, spec sandbox.Spec) *box {
@@ -216,8 +224,14 @@ func (b *box) Run(ctx context.Context, c sandbox.Cmd) (sandbox.ExitStatus, error
 	b.sids = append(b.sids, cmd.Process.Pid)
 	b.mu.Unlock()
 	defer func() {
+		// A session with nothing left in it is forgotten, so that Close
+		// never signals a later, unrelated session that reuses its id.
+		empty := len(proctree.Session(cmd.Process.Pid)) == 0
 		b.mu.Lock()
 		delete(b.procs, cmd)
+		if empty {
+			b.sids = slices.DeleteFunc(b.sids, func(sid int) bool { return sid == cmd.Process.Pid })
+		}
 		b.mu.Unlock()
 	}()
 
@@ -239,9 +253,19 @@ func (b *box) Run(ctx context.Context, c sandbox.Cmd) (sandbox.ExitStatus, error
 			go func() { _, _ = io.Copy(ptm, c.Stdin) }()
 		}
 		if c.Resize != nil {
+			resizeDone := make(chan struct{})
+			defer close(resizeDone)
 			go func() {
-				for ws := range c.Resize {
-					_ = pty.Setsize(ptm, &pty.Winsize{Rows: ws.Rows, Cols: ws.Cols})
+				for {
+					select {
+					case ws, ok := <-c.Resize:
+						if !ok {
+							return
+						}
+						_ = pty.Setsize(ptm, &pty.Winsize{Rows: ws.Rows, Cols: ws.Cols})
+					case <-resizeDone:
+						return
+					}
 				}
 			}()
 		}
@@ -435,6 +459,8 @@ func (b *box) Close(ctx context.Context) error {
 	if b.host {
 		return nil
 	}
+	// Layers are not used here, but the sandbox owns them all the same.
+	removeAll(b.spec.OwnedLayers)
 	return os.RemoveAll(b.root)
 }
 

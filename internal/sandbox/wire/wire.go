@@ -42,11 +42,11 @@ const ChunkSize = 32 << 10
 
 // Ops of a Request.
 const (
-	OpExec     = "exec"
-	OpRead     = "read"
-	OpWrite    = "write"
-	OpReadDir  = "readdir"
-	OpStat     = "stat"
+	OpExec    = "exec"
+	OpRead    = "read"
+	OpWrite   = "write"
+	OpReadDir = "readdir"
+	OpStat    = "stat"
 	// OpSignal signals a running command's process tree, from a connection
 	// of its own.
 	OpSignal = "signal"
