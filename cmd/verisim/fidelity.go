@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/verisim/verisim/internal/atomicfile"
 	"github.com/verisim/verisim/internal/fidelity"
 	"github.com/verisim/verisim/internal/sandbox/process"
 )
@@ -53,35 +55,18 @@ and the names of environment variables: review it before sharing it.`,
 			if err != nil {
 				return err
 			}
-			w := os.Stdout
-			if out != "" && out != "-" {
-				return writeFileAtomic(out, func(f *os.File) error { return p.WriteJSON(f) })
+			if out == "" || out == "-" {
+				return p.WriteJSON(os.Stdout)
 			}
-			return p.WriteJSON(w)
+			var buf bytes.Buffer
+			if err := p.WriteJSON(&buf); err != nil {
+				return err
+			}
+			return atomicfile.Write(out, buf.Bytes(), 0o644)
 		},
 	}
 	c.Flags().StringVarP(&out, "output", "o", "-", "file to write (- for stdout)")
 	return c
-}
-
-// writeFileAtomic writes through a temporary file renamed into place, so a
-// failure never leaves half a file.
-func writeFileAtomic(path string, write func(*os.File) error) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	err = write(tmp)
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
-	if err != nil {
-		os.Remove(tmp.Name())
-	}
-	return err
 }
 
 func (a *app) fidelityAuditCmd() *cobra.Command {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -110,87 +111,78 @@ func ownCgroups() (map[string]string, error) {
 	return own, sc.Err()
 }
 
-// cgroupMounts maps a controller ("" for cgroup2) to its mount point.
-func cgroupMounts() (map[string]string, error) {
+// mountEntry is one line of /proc/self/mountinfo, the fields used here.
+type mountEntry struct {
+	point, fstype string
+	superOpts     []string
+}
+
+// cgroupFSMounts lists the cgroup and cgroup2 mounts, in mountinfo order.
+func cgroupFSMounts() ([]mountEntry, error) {
 	f, err := os.Open("/proc/self/mountinfo")
 	if err != nil {
 		return nil, fmt.Errorf("read mountinfo: %w", err)
 	}
 	defer f.Close()
-	m := map[string]string{}
+	var out []mountEntry
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		fields := strings.Fields(sc.Text())
-		sep := -1
-		for i, x := range fields {
-			if x == "-" {
-				sep = i
-				break
-			}
-		}
-		if sep < 0 || len(fields) < sep+4 || len(fields) < 5 {
+		// Optional fields end at "-", then fstype, source, super options.
+		sep := slices.Index(fields, "-")
+		if sep < 5 || len(fields) < sep+4 {
 			continue
 		}
-		fstype, mp := fields[sep+1], fields[4]
-		switch fstype {
-		case "cgroup2":
+		if t := fields[sep+1]; t == "cgroup" || t == "cgroup2" {
+			out = append(out, mountEntry{point: fields[4], fstype: t, superOpts: strings.Split(fields[sep+3], ",")})
+		}
+	}
+	return out, sc.Err()
+}
+
+// cgroupMounts maps a controller ("" for cgroup2) to its mount point.
+func cgroupMounts() (map[string]string, error) {
+	ms, err := cgroupFSMounts()
+	if err != nil {
+		return nil, err
+	}
+	m := map[string]string{}
+	for _, e := range ms {
+		if e.fstype == "cgroup2" {
 			if _, ok := m[""]; !ok {
-				m[""] = mp
+				m[""] = e.point
 			}
-		case "cgroup":
-			for _, o := range strings.Split(fields[sep+3], ",") {
-				for _, c := range controllers {
-					if o == c {
-						if _, ok := m[c]; !ok {
-							m[c] = mp
-						}
-					}
-				}
+			continue
+		}
+		for _, c := range controllers {
+			if _, ok := m[c]; !ok && slices.Contains(e.superOpts, c) {
+				m[c] = e.point
 			}
 		}
 	}
-	return m, sc.Err()
+	return m, nil
 }
 
 // favorDynmods adds "favordynmods" to the cgroup2 mount's options, keeping
 // the options it has (a remount sets all of them).
 func favorDynmods() error {
-	f, err := os.Open("/proc/self/mountinfo")
+	ms, err := cgroupFSMounts()
 	if err != nil {
 		return err
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		sep := -1
-		for i, x := range fields {
-			if x == "-" {
-				sep = i
-				break
-			}
-		}
-		if sep < 0 || len(fields) < sep+4 || fields[sep+1] != "cgroup2" {
+	for _, e := range ms {
+		if e.fstype != "cgroup2" {
 			continue
 		}
-		var opts []string
-		for _, o := range strings.Split(fields[sep+3], ",") {
-			switch o {
-			case "favordynmods":
-				return nil
-			case "rw", "ro":
-			default:
-				opts = append(opts, o)
-			}
+		if slices.Contains(e.superOpts, "favordynmods") {
+			return nil
 		}
+		opts := slices.DeleteFunc(slices.Clone(e.superOpts), func(o string) bool { return o == "rw" || o == "ro" })
 		opts = append(opts, "favordynmods")
-		if err := unix.Mount("", fields[4], "", unix.MS_REMOUNT, strings.Join(opts, ",")); err != nil {
-			return fmt.Errorf("remount %s with favordynmods: %w", fields[4], err)
+		if err := unix.Mount("", e.point, "", unix.MS_REMOUNT, strings.Join(opts, ",")); err != nil {
+			return fmt.Errorf("remount %s with favordynmods: %w", e.point, err)
 		}
 		return nil
-	}
-	if err := sc.Err(); err != nil {
-		return err
 	}
 	return fmt.Errorf("no cgroup2 mount")
 }
@@ -330,6 +322,11 @@ func (cg *cgroup) setLimits(cs *cgroupSetup, lim sandbox.Limits) error {
 }
 
 // prepareV2 enables our controllers for sandboxes on the unified hierarchy.
+// A cgroup with processes in it cannot hand controllers to children (the
+// "no internal processes" rule), so if verisim's own cgroup refuses, verisim
+// moves itself into a leaf beside the sandboxes' parent and tries again, as
+// container runtimes do. (Untested on the hybrid hosts CI runs on, which
+// have no controller on the unified hierarchy.)
 func (cs *cgroupSetup) prepareV2() error {
 	parent := filepath.Dir(cs.v2)
 	if err := os.MkdirAll(cs.v2, 0o755); err != nil {
@@ -339,10 +336,19 @@ func (cs *cgroupSetup) prepareV2() error {
 	for _, c := range cs.v2ctrl {
 		ctl = append(ctl, "+"+c)
 	}
-	for _, d := range []string{parent, cs.v2} {
-		if err := writeFile(d, "cgroup.subtree_control", strings.Join(ctl, " ")); err != nil {
-			return fmt.Errorf("delegate cgroup controllers in %s: %w (run verisim in a cgroup of its own, e.g. systemd-run --scope -p Delegate=yes)", d, err)
+	enable := func(d string) error { return writeFile(d, "cgroup.subtree_control", strings.Join(ctl, " ")) }
+	err := enable(parent)
+	if errors.Is(err, unix.EBUSY) {
+		leaf := filepath.Join(parent, "verisim-host")
+		if merr := os.MkdirAll(leaf, 0o755); merr == nil && writeFile(leaf, "cgroup.procs", strconv.Itoa(os.Getpid())) == nil {
+			err = enable(parent)
 		}
+	}
+	if err == nil {
+		err = enable(cs.v2)
+	}
+	if err != nil {
+		return fmt.Errorf("delegate cgroup controllers under %s: %w (run verisim in a cgroup of its own, e.g. systemd-run --scope -p Delegate=yes)", parent, err)
 	}
 	return nil
 }

@@ -19,6 +19,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/verisim/verisim/internal/atomicfile"
 	"github.com/verisim/verisim/internal/sandbox"
 	"github.com/verisim/verisim/internal/sandbox/guest"
 )
@@ -568,11 +569,7 @@ func writeJSONAtomic(path string, v any) error {
 	if err != nil {
 		return err
 	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o600); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
+	return atomicfile.Write(path, b, 0o600)
 }
 
 func readMeta(dir string) (*meta, error) {

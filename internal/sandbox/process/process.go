@@ -32,6 +32,7 @@ import (
 
 	"github.com/creack/pty"
 
+	"github.com/verisim/verisim/internal/atomicfile"
 	"github.com/verisim/verisim/internal/sandbox"
 	"github.com/verisim/verisim/internal/sandbox/proctree"
 )
@@ -355,30 +356,12 @@ func (b *box) ReadFile(ctx context.Context, path string) ([]byte, error) {
 	return os.ReadFile(path)
 }
 
-// WriteFile implements sandbox.Sandbox; it writes a temporary file and
-// renames it into place.
+// WriteFile implements sandbox.Sandbox; the file is replaced whole.
 func (b *box) WriteFile(ctx context.Context, path string, data []byte, perm fs.FileMode) error {
 	if err := b.check(); err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	_, err = tmp.Write(data)
-	if err == nil {
-		err = tmp.Chmod(perm)
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
-	if err != nil {
-		os.Remove(tmp.Name())
-	}
-	return err
+	return atomicfile.Write(path, data, perm)
 }
 
 func info(name string, fi fs.FileInfo, full string) sandbox.FileInfo {
@@ -433,7 +416,7 @@ func (b *box) Snapshot(ctx context.Context) (string, error) {
 		os.RemoveAll(dst)
 		return "", fmt.Errorf("snapshot: %w", err)
 	}
-	if err := os.WriteFile(dst+".env", []byte(strings.Join(b.spec.Env, "\n")+"\n"), 0o600); err != nil {
+	if err := atomicfile.Write(dst+".env", []byte(strings.Join(b.spec.Env, "\n")+"\n"), 0o600); err != nil {
 		os.RemoveAll(dst)
 		return "", err
 	}
