@@ -404,6 +404,9 @@ func testIsolation(t *testing.T, h Harness) {
 			}
 		}()
 		port := ln.Addr().(*net.TCPAddr).Port
+		if r := Sh(t, sb, "command -v bash"); r.Stdout == "" {
+			t.Fatal("the check connects with bash's /dev/tcp; the image has no bash")
+		}
 		r := Sh(t, sb, fmt.Sprintf("timeout 2 bash -c 'echo > /dev/tcp/127.0.0.1/%d' 2>/dev/null && echo connected", port))
 		select {
 		case <-accepted:
