@@ -295,7 +295,7 @@ func (s *server) exec(c *wire.Conn, req *wire.Request) {
 			case wire.TypeResize:
 				var ws wire.WinSize
 				if json.Unmarshal(payload, &ws) == nil && p.tty {
-					_ = unix.IoctlSetWinsize(int(p.stdin.Fd()), unix.TIOCSWINSZ, &unix.Winsize{Row: ws.Rows, Col: ws.Cols})
+					setWinsize(p.stdin, ws)
 				}
 			}
 		}
@@ -473,6 +473,17 @@ func (s *server) startProcess(path string, req *wire.Request, dir string, status
 	return p, nil
 }
 
+// setWinsize resizes the terminal of master f. It goes through Control:
+// File.Fd would switch f to blocking mode, and the output pump relies on
+// read deadlines.
+func setWinsize(f *os.File, ws wire.WinSize) {
+	if rc, err := f.SyscallConn(); err == nil {
+		_ = rc.Control(func(fd uintptr) {
+			_ = unix.IoctlSetWinsize(int(fd), unix.TIOCSWINSZ, &unix.Winsize{Row: ws.Rows, Col: ws.Cols})
+		})
+	}
+}
+
 // openPTY opens a terminal pair on the sandbox's own devpts, with the slave
 // owned by the user the way a login terminal is.
 func openPTY(uid uint32, ws *wire.WinSize) (ptm, pts *os.File, err error) {
@@ -482,7 +493,7 @@ func openPTY(uid uint32, ws *wire.WinSize) (ptm, pts *os.File, err error) {
 	}
 	_ = pts.Chown(int(uid), 5)
 	if ws != nil {
-		_ = pty.Setsize(ptm, &pty.Winsize{Rows: ws.Rows, Cols: ws.Cols})
+		setWinsize(ptm, *ws)
 	}
 	return ptm, pts, nil
 }

@@ -149,18 +149,13 @@ func (b *box) Run(ctx context.Context, cmd sandbox.Cmd) (sandbox.ExitStatus, err
 	defer stop()
 
 	var wg sync.WaitGroup
-	stdinDone := make(chan struct{})
 	if cmd.Stdin == nil {
 		_ = c.Write(wire.TypeStdinEOF, nil)
-		close(stdinDone)
 	} else {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			defer close(stdinDone)
-			if err := c.WriteStream(wire.TypeStdin, wire.TypeStdinEOF, cmd.Stdin); err != nil {
-				return
-			}
+			_ = c.WriteStream(wire.TypeStdin, wire.TypeStdinEOF, cmd.Stdin)
 		}()
 	}
 	resizeStop := make(chan struct{})
@@ -184,6 +179,7 @@ func (b *box) Run(ctx context.Context, cmd sandbox.Cmd) (sandbox.ExitStatus, err
 
 	var exit wire.Exit
 	var readErr error
+frames:
 	for {
 		typ, payload, err := c.Read()
 		if err != nil {
@@ -201,17 +197,14 @@ func (b *box) Run(ctx context.Context, cmd sandbox.Cmd) (sandbox.ExitStatus, err
 			}
 		case wire.TypeExit:
 			readErr = json.Unmarshal(payload, &exit)
-			goto finished
+			break frames
 		}
 	}
-finished:
 	close(resizeStop)
-	if _, isFile := cmd.Stdin.(*os.File); isFile {
-		// A terminal or pipe may never reach EOF; like os/exec, do not
-		// wait on it once the command is done.
-		nc.Close()
-	} else {
-		nc.Close()
+	nc.Close()
+	if _, isFile := cmd.Stdin.(*os.File); !isFile {
+		// A terminal or pipe may never reach EOF; like os/exec, the copy
+		// from an *os.File is not waited for once the command is done.
 		wg.Wait()
 	}
 	if ctx.Err() != nil {
