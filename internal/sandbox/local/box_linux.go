@@ -118,6 +118,11 @@ func toError(e *wire.Error, path string) error {
 
 // Run implements sandbox.Sandbox.
 func (b *box) Run(ctx context.Context, cmd sandbox.Cmd) (sandbox.ExitStatus, error) {
+	// The OOM-kill count before the command can possibly start.
+	ooms := -1
+	if b.m.Cgroup != nil {
+		ooms = b.m.Cgroup.oomKills()
+	}
 	req := b.execRequest(&cmd)
 	nc, c, err := b.dial(ctx, req)
 	if err != nil {
@@ -126,10 +131,6 @@ func (b *box) Run(ctx context.Context, cmd sandbox.Cmd) (sandbox.ExitStatus, err
 	defer nc.Close()
 	stop := closeOnDone(ctx, nc)
 	defer stop()
-	ooms := -1
-	if b.m.Cgroup != nil {
-		ooms = b.m.Cgroup.oomKills()
-	}
 	started, err := response(c, "")
 	if err != nil {
 		if ctx.Err() != nil {
