@@ -188,3 +188,23 @@ func TestRepoAndLifecycle(t *testing.T) {
 	}
 	c.assertClean()
 }
+
+// TestBuiltImage builds a minimal Debian with debootstrap and runs the
+// default persona on it: accounts merged, locale present, tools there.
+func TestBuiltImage(t *testing.T) {
+	if os.Getenv("VERISIM_TEST_DEBOOTSTRAP") != "1" {
+		t.Skip("set VERISIM_TEST_DEBOOTSTRAP=1 to build an image with debootstrap (downloads about 200 MB)")
+	}
+	c := newCLI(t)
+	if r := c.do("", "image", "build", "tiny", "--packages", "git"); r.code != 0 {
+		t.Fatalf("image build: %+v", r)
+	}
+	if r := c.do("", "image", "ls"); !strings.Contains(r.stdout, "tiny") {
+		t.Errorf("image ls: %q", r.stdout)
+	}
+	r := c.do("", "sandbox", "run", "--image", "tiny", "--", "sh", "-c", "id -un; locale 2>&1 >/dev/null; git --version | cut -d' ' -f1-2; . /etc/os-release; echo $VERSION_CODENAME")
+	if r.code != 0 || r.stdout != "maya\ngit version\nbookworm\n" {
+		t.Errorf("sandbox on the built image: code %d out %q err %q", r.code, r.stdout, r.stderr)
+	}
+	c.assertClean()
+}

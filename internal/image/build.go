@@ -97,7 +97,12 @@ func (s *Store) Build(ctx context.Context, name string, opts BuildOptions) (*Ima
 			if err := checkRootFS(rootfs); err != nil {
 				return err
 			}
-			return tidyDebootstrap(rootfs)
+			if err := tidyDebootstrap(rootfs); err != nil {
+				return err
+			}
+			// A minimal Debian has no compiled locale but C.utf8; a
+			// developer's machine has its UTF-8 locale.
+			return s.buildLocales(ctx, filepath.Join(rootfs, "usr/lib/locale"))
 		},
 	})
 	if err != nil {

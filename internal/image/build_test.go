@@ -72,6 +72,9 @@ func TestBuildDebootstrap(t *testing.T) {
 	if _, err := im.ReadFile("/usr/bin/git"); err != nil {
 		t.Errorf("the included package git is missing: %v", err)
 	}
+	if _, err := im.ReadFile("/usr/lib/locale/en_US.utf8/LC_CTYPE"); err != nil {
+		t.Errorf("en_US.UTF-8 was not compiled into the image: %v", err)
+	}
 	for _, gone := range []string{"/var/log/bootstrap.log", "/etc/resolv.conf"} {
 		if _, err := im.ReadFile(gone); err == nil {
 			t.Errorf("%s was left in the image", gone)

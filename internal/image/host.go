@@ -77,8 +77,9 @@ var hostLocales = []struct{ name, input, charset string }{
 	{"en_GB.utf8", "en_GB", "UTF-8"},
 }
 
-// buildLocales fills dir with the host's compiled locales plus hostLocales.
-// Without localedef or locale sources it does nothing.
+// buildLocales fills dir (a /usr/lib/locale) with the host's compiled
+// locales it lacks plus hostLocales, compiled with the host's localedef and
+// locale sources. Without those it does nothing.
 func (s *Store) buildLocales(ctx context.Context, dir string) error {
 	localedef, err := exec.LookPath("localedef")
 	if err != nil || !isDir(filepath.Join(s.hostRoot, "usr/share/i18n/locales")) {
@@ -90,6 +91,9 @@ func (s *Store) buildLocales(ctx context.Context, dir string) error {
 	hostLoc := filepath.Join(s.hostRoot, "usr/lib/locale")
 	if ents, err := os.ReadDir(hostLoc); err == nil {
 		for _, e := range ents {
+			if _, err := os.Lstat(filepath.Join(dir, e.Name())); err == nil {
+				continue // the image has its own
+			}
 			if err := copyTree(ctx, filepath.Join(hostLoc, e.Name()), filepath.Join(dir, e.Name())); err != nil {
 				return fmt.Errorf("copy locale %s: %w", e.Name(), err)
 			}
