@@ -142,6 +142,17 @@ func TestRun(t *testing.T) {
 	c.assertClean()
 }
 
+func TestCorruptArchive(t *testing.T) {
+	c := newCLI(t)
+	bad := filepath.Join(t.TempDir(), "image.tar")
+	os.WriteFile(bad, []byte("this is not a tar archive"), 0o644)
+	r := c.do("", "sandbox", "run", "--image", bad, "--", "true")
+	if r.code != exitImage || !strings.Contains(r.stderr, "image.tar") || strings.Count(strings.TrimSpace(r.stderr), "\n") > 0 {
+		t.Errorf("got %d %q", r.code, r.stderr)
+	}
+	c.assertClean()
+}
+
 func TestBadPersona(t *testing.T) {
 	c := newCLI(t)
 	p := filepath.Join(t.TempDir(), "persona.yaml")
