@@ -163,6 +163,9 @@ func (a *app) spec(ctx context.Context, m *machineFlags) (sandbox.Spec, error) {
 	}
 	store := image.NewStore(filepath.Join(a.cfg.StateDir, "images"))
 	img, err := store.Resolve(ctx, m.image)
+	if errors.Is(err, image.ErrBadArchive) {
+		err = fmt.Errorf("%w (use a `docker save` archive or an OCI image layout packed as .tar)", err)
+	}
 	if err != nil {
 		return sandbox.Spec{}, withCode(exitImage, err)
 	}
