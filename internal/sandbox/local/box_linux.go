@@ -78,6 +78,17 @@ func closeOnDone(ctx context.Context, nc net.Conn) (stop func() bool) {
 	return context.AfterFunc(ctx, func() { nc.Close() })
 }
 
+// request sends req on a new connection that closes when ctx ends; done
+// releases it.
+func (b *box) request(ctx context.Context, req *wire.Request) (c *wire.Conn, done func(), err error) {
+	nc, c, err := b.dial(ctx, req)
+	if err != nil {
+		return nil, nil, err
+	}
+	stop := closeOnDone(ctx, nc)
+	return c, func() { stop(); nc.Close() }, nil
+}
+
 func response(c *wire.Conn, path string) (*wire.Response, error) {
 	var resp wire.Response
 	if err := c.ReadJSON(wire.TypeResponse, &resp); err != nil {
@@ -257,23 +268,22 @@ func (b *box) execRequest(cmd *sandbox.Cmd) *wire.Request {
 
 // signal sends sig to the process tree of the command with pid.
 func (b *box) signal(ctx context.Context, pid int, sig unix.Signal) error {
-	nc, c, err := b.dial(ctx, &wire.Request{Op: wire.OpSignal, PID: pid, Signal: int(sig)})
+	c, done, err := b.request(ctx, &wire.Request{Op: wire.OpSignal, PID: pid, Signal: int(sig)})
 	if err != nil {
 		return err
 	}
-	defer nc.Close()
+	defer done()
 	_, err = response(c, "")
 	return err
 }
 
 // ReadFile implements sandbox.Sandbox.
 func (b *box) ReadFile(ctx context.Context, path string) ([]byte, error) {
-	nc, c, err := b.dial(ctx, &wire.Request{Op: wire.OpRead, Path: path})
+	c, done, err := b.request(ctx, &wire.Request{Op: wire.OpRead, Path: path})
 	if err != nil {
 		return nil, err
 	}
-	defer nc.Close()
-	defer closeOnDone(ctx, nc)()
+	defer done()
 	resp, err := response(c, path)
 	if err != nil {
 		return nil, err
@@ -294,12 +304,11 @@ func (b *box) ReadFile(ctx context.Context, path string) ([]byte, error) {
 // WriteFile implements sandbox.Sandbox.
 func (b *box) WriteFile(ctx context.Context, path string, data []byte, perm fs.FileMode) error {
 	u := b.m.Spec.User
-	nc, c, err := b.dial(ctx, &wire.Request{Op: wire.OpWrite, Path: path, Mode: uint32(perm), UID: u.UID, GID: u.GID})
+	c, done, err := b.request(ctx, &wire.Request{Op: wire.OpWrite, Path: path, Mode: uint32(perm), UID: u.UID, GID: u.GID})
 	if err != nil {
 		return err
 	}
-	defer nc.Close()
-	defer closeOnDone(ctx, nc)()
+	defer done()
 	for off := 0; off < len(data); off += wire.ChunkSize {
 		end := min(off+wire.ChunkSize, len(data))
 		if err := c.Write(wire.TypeData, data[off:end]); err != nil {
@@ -314,12 +323,11 @@ func (b *box) WriteFile(ctx context.Context, path string, data []byte, perm fs.F
 }
 
 func (b *box) files(ctx context.Context, op, path string) ([]sandbox.FileInfo, error) {
-	nc, c, err := b.dial(ctx, &wire.Request{Op: op, Path: path})
+	c, done, err := b.request(ctx, &wire.Request{Op: op, Path: path})
 	if err != nil {
 		return nil, err
 	}
-	defer nc.Close()
-	defer closeOnDone(ctx, nc)()
+	defer done()
 	resp, err := response(c, path)
 	if err != nil {
 		return nil, err
