@@ -1,0 +1,143 @@
+package harness
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"io/fs"
+	"path"
+	"strings"
+	"time"
+
+	"github.com/verisim/verisim/internal/sandbox"
+)
+
+// sandboxWorkspace is a directory inside a sandbox: the training workspace.
+type sandboxWorkspace struct {
+	sb   sandbox.Sandbox
+	root string
+}
+
+// SandboxWorkspace returns the workspace rooted at the absolute path root
+// inside sb. The sandbox is the boundary, so absolute paths anywhere in it
+// are allowed. The caller keeps ownership of sb.
+func SandboxWorkspace(sb sandbox.Sandbox, root string) Workspace {
+	return &sandboxWorkspace{sb: sb, root: path.Clean(root)}
+}
+
+func (w *sandboxWorkspace) Root() string { return w.root }
+
+func (w *sandboxWorkspace) abs(p string) (string, error) {
+	if p == "" {
+		return "", fmt.Errorf("empty path: %w", fs.ErrInvalid)
+	}
+	if path.IsAbs(p) {
+		return path.Clean(p), nil
+	}
+	return path.Join(w.root, p), nil
+}
+
+func (w *sandboxWorkspace) Run(ctx context.Context, command string, timeout time.Duration, out io.Writer) (RunStatus, error) {
+	lw := &lockedWriter{w: out}
+	st, err := w.sb.Run(ctx, sandbox.Cmd{
+		Args:    shellArgs(command),
+		Dir:     w.root,
+		Stdout:  lw,
+		Stderr:  lw,
+		Timeout: timeout,
+	})
+	if err != nil {
+		return RunStatus{}, fmt.Errorf("run command in sandbox %s: %w", w.sb.ID(), err)
+	}
+	return RunStatus{ExitCode: st.Code, TimedOut: st.TimedOut}, nil
+}
+
+func (w *sandboxWorkspace) ReadFile(ctx context.Context, p string) ([]byte, error) {
+	full, err := w.abs(p)
+	if err != nil {
+		return nil, err
+	}
+	return w.sb.ReadFile(ctx, full)
+}
+
+func (w *sandboxWorkspace) WriteFile(ctx context.Context, p string, data []byte) error {
+	full, err := w.abs(p)
+	if err != nil {
+		return err
+	}
+	perm := fs.FileMode(0o644)
+	if fi, err := w.sb.Stat(ctx, full); err == nil && fi.Mode.IsRegular() {
+		perm = fi.Mode.Perm()
+	}
+	err = w.sb.WriteFile(ctx, full, data, perm)
+	if err == nil {
+		return nil
+	}
+	// The sandbox does not create parents: do it once, and only when the
+	// parent is what is missing.
+	dir := path.Dir(full)
+	if _, serr := w.sb.Stat(ctx, dir); serr == nil {
+		return err
+	}
+	if err := w.command(ctx, "mkdir", "-p", "--", dir); err != nil {
+		return err
+	}
+	return w.sb.WriteFile(ctx, full, data, perm)
+}
+
+func (w *sandboxWorkspace) Remove(ctx context.Context, p string) error {
+	full, err := w.abs(p)
+	if err != nil {
+		return err
+	}
+	fi, err := w.sb.Stat(ctx, full)
+	if err != nil {
+		return err
+	}
+	if fi.Mode.IsDir() {
+		return w.command(ctx, "rmdir", "--", full)
+	}
+	return w.command(ctx, "rm", "-f", "--", full)
+}
+
+// command runs a helper for an operation Sandbox lacks; a failure is
+// reported as fs.ErrPermission, the likeliest reason, with its output.
+func (w *sandboxWorkspace) command(ctx context.Context, args ...string) error {
+	out := &capture{headMax: 4 << 10}
+	st, err := w.sb.Run(ctx, sandbox.Cmd{Args: args, Stdout: out, Stderr: out, Timeout: time.Minute})
+	if err != nil {
+		return fmt.Errorf("%s in sandbox %s: %w", args[0], w.sb.ID(), err)
+	}
+	if st.Code != 0 {
+		return fmt.Errorf("%s: %s: %w", args[0], strings.TrimSpace(out.String()), fs.ErrPermission)
+	}
+	return nil
+}
+
+func (w *sandboxWorkspace) Stat(ctx context.Context, p string) (FileInfo, error) {
+	full, err := w.abs(p)
+	if err != nil {
+		return FileInfo{}, err
+	}
+	fi, err := w.sb.Stat(ctx, full)
+	if err != nil {
+		return FileInfo{}, err
+	}
+	return FileInfo{Name: fi.Name, Size: fi.Size, Mode: fi.Mode}, nil
+}
+
+func (w *sandboxWorkspace) ReadDir(ctx context.Context, p string) ([]FileInfo, error) {
+	full, err := w.abs(p)
+	if err != nil {
+		return nil, err
+	}
+	ents, err := w.sb.ReadDir(ctx, full)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]FileInfo, len(ents))
+	for i, e := range ents {
+		out[i] = FileInfo{Name: e.Name, Size: e.Size, Mode: e.Mode}
+	}
+	return out, nil
+}
