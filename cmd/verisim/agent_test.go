@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -102,18 +101,7 @@ func (m *scriptedModel) observations() []string {
 // pipe unless it is an *os.File).
 func agentCmd(t *testing.T, stdin io.Reader, args ...string) result {
 	t.Helper()
-	cmd := exec.Command(verisim, append([]string{"--state", t.TempDir(), "agent"}, args...)...)
-	var out, errb bytes.Buffer
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, &out, &errb
-	err := cmd.Run()
-	code := 0
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	return result{out.String(), errb.String(), code}
+	return runVerisim(t, stdin, append([]string{"--state", t.TempDir(), "agent"}, args...)...)
 }
 
 func TestAgentWritesFile(t *testing.T) {
@@ -155,7 +143,9 @@ func TestAgentConfirmsCommands(t *testing.T) {
 		}
 	}
 
-	t.Run("terminal answers n", func(t *testing.T) {
+	// onTerminal runs the agent with its stdin on a pseudo-terminal that
+	// has answer typed into it.
+	onTerminal := func(t *testing.T, answer string) (*scriptedModel, string, result) {
 		m, dir := newScriptedModel(t, script...), t.TempDir()
 		ptmx, tty, err := pty.Open()
 		if err != nil {
@@ -163,25 +153,19 @@ func TestAgentConfirmsCommands(t *testing.T) {
 		}
 		defer ptmx.Close()
 		defer tty.Close()
-		go io.Copy(io.Discard, ptmx) // the echo
-		ptmx.Write([]byte("n\n"))    // the line discipline holds it until read
-		r := agentCmd(t, tty, "--model", m.url, "--model-name", "scripted", "--dir", dir, "make a file")
+		go io.Copy(io.Discard, ptmx)      // the echo
+		ptmx.Write([]byte(answer + "\n")) // the line discipline holds it until read
+		return m, dir, agentCmd(t, tty, "--model", m.url, "--model-name", "scripted", "--dir", dir, "make a file")
+	}
+	t.Run("terminal answers n", func(t *testing.T) {
+		m, dir, r := onTerminal(t, "n")
 		declined(t, m, dir, r)
 		if !strings.Contains(r.stderr, "run: touch ran? [y/N]") {
 			t.Errorf("no question on stderr: %q", r.stderr)
 		}
 	})
 	t.Run("terminal answers yes", func(t *testing.T) {
-		m, dir := newScriptedModel(t, script...), t.TempDir()
-		ptmx, tty, err := pty.Open()
-		if err != nil {
-			t.Skipf("no pseudo-terminal: %v", err)
-		}
-		defer ptmx.Close()
-		defer tty.Close()
-		go io.Copy(io.Discard, ptmx)
-		ptmx.Write([]byte("yes\n"))
-		r := agentCmd(t, tty, "--model", m.url, "--model-name", "scripted", "--dir", dir, "make a file")
+		_, dir, r := onTerminal(t, "yes")
 		if _, err := os.Stat(filepath.Join(dir, "ran")); r.code != 0 || err != nil {
 			t.Errorf("accepted command did not run: %v; code %d err %q", err, r.code, r.stderr)
 		}

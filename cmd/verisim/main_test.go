@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -55,17 +56,23 @@ type result struct {
 
 func (c *cli) do(stdin string, args ...string) result {
 	c.t.Helper()
-	cmd := exec.Command(verisim, append([]string{"--state", c.state, "--run-dir", c.run}, args...)...)
+	return runVerisim(c.t, strings.NewReader(stdin), append([]string{"--state", c.state, "--run-dir", c.run}, args...)...)
+}
+
+// runVerisim runs the binary under test with stdin and returns what it
+// printed and its exit status.
+func runVerisim(t *testing.T, stdin io.Reader, args ...string) result {
+	t.Helper()
+	cmd := exec.Command(verisim, args...)
 	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	cmd.Stdin = strings.NewReader(stdin)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, &out, &errb
 	err := cmd.Run()
 	code := 0
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
 		code = ee.ExitCode()
 	} else if err != nil {
-		c.t.Fatal(err)
+		t.Fatal(err)
 	}
 	return result{out.String(), errb.String(), code}
 }
