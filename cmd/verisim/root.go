@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -195,62 +194,11 @@ func (a *app) newSandbox(ctx context.Context, m *machineFlags) (sandbox.Sandbox,
 	return sb, rt, spec, nil
 }
 
-// parseLimits reads "memory=4g,pids=4096,cpus=2,disk=10g".
+// parseLimits reads the --limits flag.
 func parseLimits(s string) (sandbox.Limits, error) {
-	var lim sandbox.Limits
-	if strings.TrimSpace(s) == "" {
-		return lim, nil
-	}
-	for _, kv := range strings.Split(s, ",") {
-		k, v, ok := strings.Cut(strings.TrimSpace(kv), "=")
-		if !ok {
-			return lim, fmt.Errorf("--limits %q: want key=value pairs such as memory=4g,pids=4096", kv)
-		}
-		var err error
-		switch k {
-		case "memory":
-			lim.MemoryBytes, err = parseSize(v)
-		case "disk":
-			lim.DiskBytes, err = parseSize(v)
-		case "pids":
-			_, err = fmt.Sscanf(v, "%d", &lim.PIDs)
-		case "cpus":
-			_, err = fmt.Sscanf(v, "%g", &lim.CPUs)
-		default:
-			return lim, fmt.Errorf("--limits: unknown limit %q; use memory, pids, cpus or disk", k)
-		}
-		if err != nil {
-			return lim, fmt.Errorf("--limits %s=%q: not a valid value", k, v)
-		}
-	}
-	if lim.MemoryBytes < 0 || lim.DiskBytes < 0 || lim.PIDs < 0 || lim.CPUs < 0 {
-		return lim, fmt.Errorf("--limits: values cannot be negative")
+	lim, err := sandbox.ParseLimits(s)
+	if err != nil {
+		return lim, fmt.Errorf("--limits %w", err)
 	}
 	return lim, nil
-}
-
-// parseSize reads 512, 64k, 512m, 4g, 1t (powers of 1024).
-func parseSize(s string) (int64, error) {
-	s = strings.ToLower(strings.TrimSpace(s))
-	mult := int64(1)
-	if n := len(s); n > 0 {
-		switch s[n-1] {
-		case 'k':
-			mult = 1 << 10
-		case 'm':
-			mult = 1 << 20
-		case 'g':
-			mult = 1 << 30
-		case 't':
-			mult = 1 << 40
-		}
-		if mult > 1 {
-			s = s[:n-1]
-		}
-	}
-	var v int64
-	if _, err := fmt.Sscanf(s, "%d", &v); err != nil || fmt.Sprint(v) != s {
-		return 0, fmt.Errorf("bad size %q", s)
-	}
-	return v * mult, nil
 }

@@ -41,9 +41,17 @@ type Machine struct {
 	Persona *persona.Persona
 	// Repo is a git checkout on the host to clone into the persona's
 	// workspace; "" for none.
-	Repo   string
-	Limits sandbox.Limits
-	Keep   bool
+	Repo string
+	// RepoName is the workspace directory's name (default: Repo's base
+	// name).
+	RepoName string
+	// WarmGoCache gives the user a Go build cache already holding the
+	// compiled standard library, as a developer's machine has, when the
+	// image's Go toolchain is the host's (see goCacheLayer). The first
+	// machine built this way waits for the cache to be filled once.
+	WarmGoCache bool
+	Limits      sandbox.Limits
+	Keep        bool
 }
 
 // ErrRepo marks a repository that cannot be placed.
@@ -81,6 +89,15 @@ func (b *Builder) Spec(ctx context.Context, m Machine) (_ sandbox.Spec, retErr e
 		Limits:   m.Limits,
 		Keep:     m.Keep,
 	}
+	if m.WarmGoCache {
+		gl, err := b.goCacheLayer(ctx, m.Image, p, pl)
+		if err != nil {
+			return sandbox.Spec{}, err
+		}
+		if gl != "" {
+			spec.Layers = append([]string{gl}, spec.Layers...)
+		}
+	}
 	if m.Repo != "" {
 		ws := filepath.Join(b.dir, "ws-"+randomID())
 		defer func() {
@@ -95,7 +112,7 @@ func (b *Builder) Spec(ctx context.Context, m Machine) (_ sandbox.Spec, retErr e
 		if err != nil {
 			return sandbox.Spec{}, err
 		}
-		dir, err := persona.PlaceRepo(ctx, src, ws, p, "")
+		dir, err := persona.PlaceRepo(ctx, src, ws, p, m.RepoName)
 		if err != nil {
 			return sandbox.Spec{}, fmt.Errorf("%w: %w", ErrRepo, err)
 		}
