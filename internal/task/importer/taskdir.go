@@ -1,0 +1,174 @@
+package importer
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/verisim/verisim/internal/task"
+)
+
+// staging holds the task directories one import writes, in a hidden
+// directory inside the output directory (so the final rename stays on one
+// file system and task.LoadSuite never sees half-written tasks).
+type staging struct {
+	out     string
+	tmp     string
+	created bool // out did not exist before this import
+	ids     []string
+}
+
+func newStaging(outDir string) (*staging, error) {
+	out, err := filepath.Abs(outDir)
+	if err != nil {
+		return nil, err
+	}
+	s := &staging{out: out}
+	if _, err := os.Stat(out); errors.Is(err, fs.ErrNotExist) {
+		s.created = true
+	}
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return nil, fmt.Errorf("output directory: %w", err)
+	}
+	if s.tmp, err = os.MkdirTemp(out, ".import-*"); err != nil {
+		s.abort()
+		return nil, fmt.Errorf("output directory: %w", err)
+	}
+	return s, nil
+}
+
+// dir makes the staging directory of task id. It refuses an id that is
+// already in the output directory or already staged, since renaming over a
+// task would mix two tasks' files.
+func (s *staging) dir(id string) (string, error) {
+	for _, have := range s.ids {
+		if have == id {
+			return "", fmt.Errorf("task id %s comes twice in this import", id)
+		}
+	}
+	if _, err := os.Lstat(filepath.Join(s.out, id)); err == nil {
+		return "", fmt.Errorf("%s already exists; remove it or import into another directory", filepath.Join(s.out, id))
+	}
+	d := filepath.Join(s.tmp, id)
+	if err := os.Mkdir(d, 0o755); err != nil {
+		return "", err
+	}
+	s.ids = append(s.ids, id)
+	return d, nil
+}
+
+// commit moves every staged task into place and returns their paths. If a
+// rename fails, the tasks already moved are removed again.
+func (s *staging) commit() ([]string, error) {
+	var done []string
+	for _, id := range s.ids {
+		to := filepath.Join(s.out, id)
+		if err := os.Rename(filepath.Join(s.tmp, id), to); err != nil {
+			for _, d := range done {
+				os.RemoveAll(d)
+			}
+			s.abort()
+			return nil, fmt.Errorf("move task %s into place: %w", id, err)
+		}
+		done = append(done, to)
+	}
+	os.RemoveAll(s.tmp)
+	return done, nil
+}
+
+// abort removes everything this import wrote, including the output
+// directory when the import created it and nothing else is in it.
+func (s *staging) abort() {
+	if s.tmp != "" {
+		os.RemoveAll(s.tmp)
+	}
+	if s.created {
+		os.Remove(s.out) // fails, as it should, if someone else wrote there meanwhile
+	}
+}
+
+// writeTask writes t as dir/task.yaml after checking that it parses back:
+// an importer must never produce a task the loader rejects.
+func writeTask(dir string, t *task.Task) error {
+	data, err := task.Encode(t)
+	if err != nil {
+		return fmt.Errorf("encode task %s: %w", t.ID, err)
+	}
+	if _, err := task.Parse(filepath.Join(dir, task.FileName), data); err != nil {
+		return fmt.Errorf("task %s would not load: %w", t.ID, err)
+	}
+	return os.WriteFile(filepath.Join(dir, task.FileName), data, 0o644)
+}
+
+// taskID turns a name from another format into a task id:
+// [a-z0-9][a-z0-9._-]*.
+func taskID(name string) string {
+	var b strings.Builder
+	dash := false
+	for _, r := range strings.ToLower(name) {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9', r == '.', r == '_', r == '-':
+			b.WriteRune(r)
+			dash = false
+		case !dash:
+			b.WriteByte('-')
+			dash = true
+		}
+	}
+	id := strings.TrimLeft(strings.TrimRight(b.String(), "-"), "-._")
+	if id == "" {
+		return "task"
+	}
+	return id
+}
+
+// copyTree copies the regular files, directories and symlinks under src
+// into dst (created), keeping executable bits: test and solution scripts
+// are run as they are.
+func copyTree(src, dst string) error {
+	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(src, p)
+		if err != nil {
+			return err
+		}
+		to := filepath.Join(dst, rel)
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		switch {
+		case d.IsDir():
+			return os.MkdirAll(to, info.Mode().Perm()|0o700)
+		case d.Type()&fs.ModeSymlink != 0:
+			target, err := os.Readlink(p)
+			if err != nil {
+				return err
+			}
+			return os.Symlink(target, to)
+		case d.Type().IsRegular():
+			data, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			return os.WriteFile(to, data, info.Mode().Perm()|0o600)
+		}
+		return nil // sockets, devices: not part of a task
+	})
+}
+
+// shellQuote quotes s for bash when it holds anything but plain word
+// characters.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./:=@%+,") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+const solveHeader = "#!/bin/bash\nset -euo pipefail\n"
