@@ -12,7 +12,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 
 	"github.com/verisim/verisim/internal/image"
 	"github.com/verisim/verisim/internal/persona"
@@ -25,9 +24,11 @@ const goRoot = "/usr/local/go"
 // build on; compiling them is most of the cost of a first "go test" on a
 // machine with an empty build cache (20 s and more on two cores).
 var warmPackages = []string{
-	"bufio", "bytes", "context", "encoding/json", "encoding/csv", "errors", "flag",
-	"fmt", "io", "io/fs", "log", "math", "os", "os/exec", "path/filepath", "regexp", "sort",
-	"strconv", "strings", "sync", "testing", "text/tabwriter", "time", "unicode", "unicode/utf8",
+	"bufio", "bytes", "container/list", "context", "crypto/rand", "crypto/sha256", "encoding/csv",
+	"encoding/hex", "encoding/json", "errors", "flag", "fmt", "io", "io/fs", "log", "log/slog",
+	"math", "math/rand", "net", "net/http", "net/http/httptest", "net/smtp", "net/url", "os",
+	"os/exec", "path/filepath", "reflect", "regexp", "sort", "strconv", "strings", "sync",
+	"testing", "text/tabwriter", "time", "unicode", "unicode/utf8",
 }
 
 // goCacheLayer returns a layer holding p's Go build cache (~/.cache/go-build)
@@ -55,12 +56,22 @@ func (b *Builder) goCacheLayer(ctx context.Context, img *image.Image, p *persona
 	user := p.User()
 	h := sha256.New()
 	fmt.Fprintf(h, "gocache\x001\x00%s\x00%d\x00%d\x00%s\x00%s", imgVersion, user.UID, user.GID, user.Home, strings.Join(warmPackages, ","))
-	dir := filepath.Join(b.dir, "gocache-"+hex.EncodeToString(h.Sum(nil))[:16])
+	dir := filepath.Join(b.caches, "gocache-"+hex.EncodeToString(h.Sum(nil))[:16])
 	if _, err := os.Stat(dir); err == nil {
 		return dir, nil
 	}
-	if err := os.MkdirAll(b.dir, 0o700); err != nil {
+	if err := os.MkdirAll(b.caches, 0o700); err != nil {
 		return "", err
+	}
+	// Filling the cache takes a minute of CPU: one builder at a time, the
+	// others wait for its result.
+	unlock, err := lockFile(dir + ".lock")
+	if err != nil {
+		return "", err
+	}
+	defer unlock()
+	if _, err := os.Stat(dir); err == nil {
+		return dir, nil
 	}
 	tmp := dir + ".tmp-" + randomID()
 	defer os.RemoveAll(tmp)
@@ -159,8 +170,8 @@ func matchParents(layer, ref, dir string) error {
 		if err := os.Chmod(target, fi.Mode().Perm()); err != nil {
 			return err
 		}
-		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-			if err := os.Lchown(target, int(st.Uid), int(st.Gid)); err != nil {
+		if uid, gid, ok := owner(fi); ok {
+			if err := os.Lchown(target, uid, gid); err != nil {
 				return err
 			}
 		}

@@ -34,7 +34,7 @@ func TestWarmGoCache(t *testing.T) {
 		t.Fatal(err)
 	}
 	state := t.TempDir()
-	b := NewBuilder(state)
+	b := NewBuilder(state, WithCaches(localtest.Caches()))
 	spec, err := b.Spec(t.Context(), Machine{Image: img, WarmGoCache: true})
 	if err != nil {
 		t.Fatal(err)

@@ -29,11 +29,25 @@ import (
 // Builder turns machine descriptions into specs, keeping generated layers
 // under a directory.
 type Builder struct {
-	dir string
+	dir    string
+	caches string // layers that depend only on the toolchain and user
 }
 
+// Option configures a Builder.
+type Option func(*Builder)
+
+// WithCaches keeps the layers that hold toolchain caches (see WarmGoCache)
+// in dir instead, so that several builders, and processes, share them.
+func WithCaches(dir string) Option { return func(b *Builder) { b.caches = dir } }
+
 // NewBuilder keeps generated layers in dir (for example <state>/layers).
-func NewBuilder(dir string) *Builder { return &Builder{dir: dir} }
+func NewBuilder(dir string, opts ...Option) *Builder {
+	b := &Builder{dir: dir, caches: dir}
+	for _, o := range opts {
+		o(b)
+	}
+	return b
+}
 
 // Machine describes one developer machine.
 type Machine struct {

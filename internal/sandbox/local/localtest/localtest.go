@@ -13,6 +13,7 @@ package localtest
 import (
 	"context"
 	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/verisim/verisim/internal/sandbox/local"
@@ -43,4 +44,11 @@ func Runtime(t testing.TB) *local.Runtime {
 		}
 	})
 	return rt
+}
+
+// Caches is a directory for layers that depend only on the toolchain and
+// the user (a warm Go build cache takes a minute of CPU to fill), shared by
+// every test binary of a run and by later runs: machine.WithCaches(Caches()).
+func Caches() string {
+	return filepath.Join(os.TempDir(), "verisim-test-caches")
 }
