@@ -4,17 +4,17 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"github.com/verisim/verisim/internal/lazyregexp"
 	"os"
 	"path"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/verisim/verisim/internal/yamlfield"
 )
 
 // zoneinfoDir is where Parse looks up time zones. When it does not exist
@@ -30,22 +30,7 @@ const (
 )
 
 // FieldError is one problem in a persona file.
-type FieldError struct {
-	File string
-	Line int
-	// Field is the YAML key, with ".KEY" or "[i]" for an entry of a map or
-	// list ("env.PATH", "history[3]"); empty for the file as a whole.
-	Field string
-	// Problem says what is wrong and how to fix it.
-	Problem string
-}
-
-func (e *FieldError) Error() string {
-	if e.Field == "" {
-		return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Problem)
-	}
-	return fmt.Sprintf("%s:%d: field %q: %s", e.File, e.Line, e.Field, e.Problem)
-}
+type FieldError = yamlfield.FieldError
 
 var knownFields = []string{
 	"user", "full_name", "email", "uid", "gid", "home", "shell", "hostname",
@@ -55,68 +40,33 @@ var knownFields = []string{
 // decoder collects every problem of one file, so that a user fixes them in
 // one go.
 type decoder struct {
+	yamlfield.Errors
 	file  string
 	lines map[string]int // field → line of its value
-	errs  []*FieldError
 }
 
 func (d *decoder) errf(line int, field, format string, args ...any) {
-	d.errs = append(d.errs, &FieldError{File: d.file, Line: line, Field: field, Problem: fmt.Sprintf(format, args...)})
-}
-
-// failed reports whether field (or one of its entries) already has an error.
-func (d *decoder) failed(field string) bool {
-	for _, e := range d.errs {
-		if e.Field == field || strings.HasPrefix(e.Field, field+".") || strings.HasPrefix(e.Field, field+"[") {
-			return true
-		}
-	}
-	return false
-}
-
-func (d *decoder) err() error {
-	if len(d.errs) == 0 {
-		return nil
-	}
-	sort.SliceStable(d.errs, func(i, j int) bool { return d.errs[i].Line < d.errs[j].Line })
-	if len(d.errs) == 1 {
-		return d.errs[0]
-	}
-	errs := make([]error, len(d.errs))
-	for i, e := range d.errs {
-		errs[i] = e
-	}
-	return errors.Join(errs...)
-}
-
-var yamlLineRE = lazyregexp.New(`^yaml: line (\d+): (.*)$`)
-
-func (d *decoder) syntaxError(err error) error {
-	if m := yamlLineRE.FindStringSubmatch(err.Error()); m != nil {
-		line, _ := strconv.Atoi(m[1])
-		return &FieldError{File: d.file, Line: line, Problem: "invalid YAML: " + m[2]}
-	}
-	return &FieldError{File: d.file, Line: 1, Problem: "invalid YAML: " + strings.TrimPrefix(err.Error(), "yaml: ")}
+	d.Add(line, field, format, args...)
 }
 
 func parse(name string, data []byte, zoneDir string) (*Persona, error) {
-	d := &decoder{file: name, lines: map[string]int{}}
+	d := &decoder{Errors: yamlfield.Errors{File: name}, file: name, lines: map[string]int{}}
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
-		return nil, d.syntaxError(err)
+		return nil, yamlfield.Syntax(name, err)
 	}
 	if len(doc.Content) == 0 {
 		return nil, &FieldError{File: name, Line: 1, Problem: "the file is empty; write the persona's fields (user:, full_name:, email:, hostname:, timezone:, ...)"}
 	}
-	root := deref(doc.Content[0])
+	root := yamlfield.Deref(doc.Content[0])
 	if root.Kind != yaml.MappingNode {
-		return nil, &FieldError{File: name, Line: root.Line, Problem: fmt.Sprintf("want a mapping of persona fields (user: maya, ...), got %s", kindName(root))}
+		return nil, &FieldError{File: name, Line: root.Line, Problem: fmt.Sprintf("want a mapping of persona fields (user: maya, ...), got %s", yamlfield.Kind(root))}
 	}
 	p := &Persona{}
 	d.decodeFields(p, root)
 	d.applyDefaults(p, root.Line)
 	d.validate(p, zoneDir)
-	if err := d.err(); err != nil {
+	if err := d.Err(); err != nil {
 		return nil, err
 	}
 	return p, nil
@@ -125,7 +75,7 @@ func parse(name string, data []byte, zoneDir string) (*Persona, error) {
 func (d *decoder) decodeFields(p *Persona, root *yaml.Node) {
 	firstLine := map[string]int{}
 	for i := 0; i+1 < len(root.Content); i += 2 {
-		k, v := deref(root.Content[i]), deref(root.Content[i+1])
+		k, v := yamlfield.Deref(root.Content[i]), yamlfield.Deref(root.Content[i+1])
 		if k.Kind != yaml.ScalarNode {
 			d.errf(k.Line, "", "a field name must be a plain word; see default.yaml for the fields")
 			continue
@@ -168,11 +118,11 @@ func (d *decoder) decodeFields(p *Persona, root *yaml.Node) {
 			d.str(v, key, &p.WorkspaceTemplate)
 		case "seed":
 			if v.Kind != yaml.ScalarNode || v.ShortTag() != "!!int" || v.Decode(&p.Seed) != nil {
-				d.errf(v.Line, key, "want a non-negative integer, got %s; e.g. seed: 42", describe(v))
+				d.errf(v.Line, key, "want a non-negative integer, got %s; e.g. seed: 42", yamlfield.Describe(v))
 			}
 		default:
 			hint := ""
-			if s := closest(key, knownFields); s != "" {
+			if s := yamlfield.Closest(key, knownFields); s != "" {
 				hint = fmt.Sprintf("did you mean %q? ", s)
 			}
 			d.errf(k.Line, key, "unknown field; %sknown fields: %s", hint, strings.Join(knownFields, ", "))
@@ -182,7 +132,7 @@ func (d *decoder) decodeFields(p *Persona, root *yaml.Node) {
 
 func (d *decoder) str(v *yaml.Node, field string, dst *string) {
 	if v.Kind != yaml.ScalarNode || v.ShortTag() == "!!null" {
-		d.errf(v.Line, field, "want a string, got %s", describe(v))
+		d.errf(v.Line, field, "want a string, got %s", yamlfield.Describe(v))
 		return
 	}
 	*dst = v.Value
@@ -191,7 +141,7 @@ func (d *decoder) str(v *yaml.Node, field string, dst *string) {
 func (d *decoder) id(v *yaml.Node, field string, dst *uint32) {
 	var n int64
 	if v.Kind != yaml.ScalarNode || v.ShortTag() != "!!int" || v.Decode(&n) != nil {
-		d.errf(v.Line, field, "want an integer between 1000 and 60000, got %s", describe(v))
+		d.errf(v.Line, field, "want an integer between 1000 and 60000, got %s", yamlfield.Describe(v))
 		return
 	}
 	if msg := checkID(field, n); msg != "" {
@@ -203,14 +153,14 @@ func (d *decoder) id(v *yaml.Node, field string, dst *uint32) {
 
 func (d *decoder) strMap(v *yaml.Node, field string) map[string]string {
 	if v.Kind != yaml.MappingNode {
-		d.errf(v.Line, field, "want a mapping of names to strings, got %s", describe(v))
+		d.errf(v.Line, field, "want a mapping of names to strings, got %s", yamlfield.Describe(v))
 		return nil
 	}
 	m := map[string]string{}
 	for i := 0; i+1 < len(v.Content); i += 2 {
-		k, val := deref(v.Content[i]), deref(v.Content[i+1])
+		k, val := yamlfield.Deref(v.Content[i]), yamlfield.Deref(v.Content[i+1])
 		if k.Kind != yaml.ScalarNode {
-			d.errf(k.Line, field, "keys must be plain strings, got %s", describe(k))
+			d.errf(k.Line, field, "keys must be plain strings, got %s", yamlfield.Describe(k))
 			continue
 		}
 		entry := field + "." + k.Value
@@ -220,7 +170,7 @@ func (d *decoder) strMap(v *yaml.Node, field string) map[string]string {
 		}
 		d.lines[entry] = k.Line
 		if val.Kind != yaml.ScalarNode || val.ShortTag() == "!!null" {
-			d.errf(val.Line, entry, "want a string, got %s", describe(val))
+			d.errf(val.Line, entry, "want a string, got %s", yamlfield.Describe(val))
 			continue
 		}
 		m[k.Value] = val.Value
@@ -233,16 +183,16 @@ func (d *decoder) strMap(v *yaml.Node, field string) map[string]string {
 
 func (d *decoder) strList(v *yaml.Node, field string) []string {
 	if v.Kind != yaml.SequenceNode {
-		d.errf(v.Line, field, "want a list of strings, got %s", describe(v))
+		d.errf(v.Line, field, "want a list of strings, got %s", yamlfield.Describe(v))
 		return nil
 	}
 	var out []string
 	for i, item := range v.Content {
-		item = deref(item)
+		item = yamlfield.Deref(item)
 		entry := fmt.Sprintf("%s[%d]", field, i)
 		d.lines[entry] = item.Line
 		if item.Kind != yaml.ScalarNode || item.ShortTag() == "!!null" {
-			d.errf(item.Line, entry, "want a string, got %s", describe(item))
+			d.errf(item.Line, entry, "want a string, got %s", yamlfield.Describe(item))
 			continue
 		}
 		out = append(out, item.Value)
@@ -319,13 +269,13 @@ func identitySeed(p *Persona) uint64 {
 }
 
 func (d *decoder) check(field string, msg string) {
-	if msg != "" && !d.failed(field) {
+	if msg != "" && !d.Failed(field) {
 		d.errf(d.lines[field], field, "%s", msg)
 	}
 }
 
 func (d *decoder) validate(p *Persona, zoneDir string) {
-	set := func(f string) bool { _, ok := d.lines[f]; return ok && !d.failed(f) }
+	set := func(f string) bool { _, ok := d.lines[f]; return ok && !d.Failed(f) }
 	if set("user") {
 		d.check("user", checkUserName(p.UserName))
 	}
@@ -364,7 +314,7 @@ func (d *decoder) validate(p *Persona, zoneDir string) {
 	for i, cmd := range p.History {
 		d.check(fmt.Sprintf("history[%d]", i), checkHistory(cmd))
 	}
-	if set("workspace") && !d.failed("home") {
+	if set("workspace") && !d.Failed("home") {
 		d.check("workspace", checkWorkspace(p.WorkspaceTemplate, p.Home))
 	}
 }
@@ -620,64 +570,4 @@ func sortedKeys(m map[string]string) []string {
 	}
 	sort.Strings(keys)
 	return keys
-}
-
-func deref(n *yaml.Node) *yaml.Node {
-	for n.Kind == yaml.AliasNode && n.Alias != nil {
-		n = n.Alias
-	}
-	return n
-}
-
-func kindName(n *yaml.Node) string {
-	switch n.Kind {
-	case yaml.MappingNode:
-		return "a mapping"
-	case yaml.SequenceNode:
-		return "a list"
-	case yaml.ScalarNode:
-		if n.ShortTag() == "!!null" {
-			return "nothing"
-		}
-		return "a single value"
-	}
-	return "something else"
-}
-
-func describe(n *yaml.Node) string {
-	if n.Kind == yaml.ScalarNode && n.ShortTag() != "!!null" {
-		return strconv.Quote(n.Value)
-	}
-	return kindName(n)
-}
-
-// closest is the known name within edit distance 2 of s, if any.
-func closest(s string, names []string) string {
-	best, bestDist := "", 3
-	for _, n := range names {
-		if d := editDistance(s, n); d < bestDist {
-			best, bestDist = n, d
-		}
-	}
-	return best
-}
-
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }

@@ -5,36 +5,21 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/verisim/verisim/internal/lazyregexp"
 	"github.com/verisim/verisim/internal/sandbox"
+	"github.com/verisim/verisim/internal/yamlfield"
 )
 
 // FieldError is one problem in a task file.
-type FieldError struct {
-	File string
-	Line int
-	// Field is the dotted key ("grade.format", "setup[2]"); empty for the
-	// file as a whole.
-	Field string
-	// Problem says what is wrong and how to fix it.
-	Problem string
-}
+type FieldError = yamlfield.FieldError
 
-func (e *FieldError) Error() string {
-	if e.Field == "" {
-		return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Problem)
-	}
-	return fmt.Sprintf("%s:%d: field %q: %s", e.File, e.Line, e.Field, e.Problem)
-}
-
-var idRE = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]*$`)
+var idRE = lazyregexp.New(`^[a-z0-9][a-z0-9._-]*$`)
 
 // Load reads the task in directory dir (dir/task.yaml). Every problem of the
 // file is reported, joined, as *FieldError values.
@@ -126,15 +111,15 @@ func LoadSuite(root string) ([]*Task, error) {
 // Parse reads task.yaml content; name is used in errors. It checks the
 // fields but not the files they name (Load does).
 func Parse(name string, data []byte) (*Task, error) {
-	d := &decoder{file: name}
+	d := &decoder{Errors: yamlfield.Errors{File: name}}
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
-		return nil, d.syntaxError(err)
+		return nil, yamlfield.Syntax(name, err)
 	}
 	if len(doc.Content) == 0 {
 		return nil, &FieldError{File: name, Line: 1, Problem: "the file is empty; write at least id:, instruction:, repo: and grade: (see docs/task-format.md)"}
 	}
-	root := doc.Content[0]
+	root := yamlfield.Deref(doc.Content[0])
 	t := &Task{}
 	d.mapping(root, "", map[string]func(*yaml.Node, string){
 		"id":          func(n *yaml.Node, f string) { t.ID = d.str(n, f) },
@@ -181,18 +166,20 @@ func Parse(name string, data []byte) (*Task, error) {
 		"tags": func(n *yaml.Node, f string) { t.Tags = d.strs(n, f) },
 		"metadata": func(n *yaml.Node, f string) {
 			if n.Kind != yaml.MappingNode {
-				d.errf(n.Line, f, "want a mapping of strings (key: value), got %s", kindName(n))
+				d.errf(n.Line, f, "want a mapping of strings (key: value), got %s", yamlfield.Describe(n))
 				return
 			}
-			t.Meta = map[string]string{}
 			for i := 0; i+1 < len(n.Content); i += 2 {
+				if t.Meta == nil {
+					t.Meta = map[string]string{}
+				}
 				k := n.Content[i].Value
 				t.Meta[k] = d.str(n.Content[i+1], f+"."+k)
 			}
 		},
 	})
 	d.check(t, root)
-	if err := d.err(); err != nil {
+	if err := d.Err(); err != nil {
 		return nil, err
 	}
 	return t, nil
@@ -200,55 +187,12 @@ func Parse(name string, data []byte) (*Task, error) {
 
 // decoder collects every problem of one file.
 type decoder struct {
-	file  string
+	yamlfield.Errors
 	lines map[string]int
-	errs  []*FieldError
 }
 
 func (d *decoder) errf(line int, field, format string, args ...any) {
-	d.errs = append(d.errs, &FieldError{File: d.file, Line: line, Field: field, Problem: fmt.Sprintf(format, args...)})
-}
-
-func (d *decoder) err() error {
-	if len(d.errs) == 0 {
-		return nil
-	}
-	sort.SliceStable(d.errs, func(i, j int) bool { return d.errs[i].Line < d.errs[j].Line })
-	errs := make([]error, len(d.errs))
-	for i, e := range d.errs {
-		errs[i] = e
-	}
-	if len(errs) == 1 {
-		return errs[0]
-	}
-	return errors.Join(errs...)
-}
-
-var yamlLineRE = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
-
-func (d *decoder) syntaxError(err error) error {
-	if m := yamlLineRE.FindStringSubmatch(err.Error()); m != nil {
-		line, _ := strconv.Atoi(m[1])
-		return &FieldError{File: d.file, Line: line, Problem: "invalid YAML: " + m[2]}
-	}
-	return &FieldError{File: d.file, Line: 1, Problem: "invalid YAML: " + strings.TrimPrefix(err.Error(), "yaml: ")}
-}
-
-func kindName(n *yaml.Node) string {
-	switch n.Kind {
-	case yaml.MappingNode:
-		return "a mapping"
-	case yaml.SequenceNode:
-		return "a list"
-	case yaml.ScalarNode:
-		if n.Tag == "!!null" {
-			return "nothing"
-		}
-		return fmt.Sprintf("%q", n.Value)
-	case yaml.AliasNode:
-		return "an alias"
-	}
-	return "something else"
+	d.Add(line, field, format, args...)
 }
 
 func join(prefix, key string) string {
@@ -266,7 +210,7 @@ func (d *decoder) mapping(n *yaml.Node, field string, known map[string]func(*yam
 		if field == "" {
 			what = "task fields (id:, instruction:, repo:, grade:, ...)"
 		}
-		d.errf(n.Line, field, "want a mapping of %s, got %s", what, kindName(n))
+		d.errf(n.Line, field, "want a mapping of %s, got %s", what, yamlfield.Describe(n))
 		return
 	}
 	if d.lines == nil {
@@ -274,7 +218,7 @@ func (d *decoder) mapping(n *yaml.Node, field string, known map[string]func(*yam
 	}
 	seen := map[string]bool{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
-		k, v := n.Content[i], n.Content[i+1]
+		k, v := n.Content[i], yamlfield.Deref(n.Content[i+1])
 		f := join(field, k.Value)
 		h, ok := known[k.Value]
 		if !ok {
@@ -283,7 +227,11 @@ func (d *decoder) mapping(n *yaml.Node, field string, known map[string]func(*yam
 				names = append(names, name)
 			}
 			sort.Strings(names)
-			d.errf(k.Line, f, "unknown field; known fields here: %s", strings.Join(names, ", "))
+			if guess := yamlfield.Closest(k.Value, names); guess != "" {
+				d.errf(k.Line, f, "unknown field; did you mean %q?", guess)
+			} else {
+				d.errf(k.Line, f, "unknown field; known fields here: %s", strings.Join(names, ", "))
+			}
 			continue
 		}
 		if seen[k.Value] {
@@ -298,7 +246,7 @@ func (d *decoder) mapping(n *yaml.Node, field string, known map[string]func(*yam
 
 func (d *decoder) str(n *yaml.Node, field string) string {
 	if n.Kind != yaml.ScalarNode || n.Tag == "!!null" {
-		d.errf(n.Line, field, "want a string, got %s", kindName(n))
+		d.errf(n.Line, field, "want a string, got %s", yamlfield.Describe(n))
 		return ""
 	}
 	return n.Value
@@ -306,12 +254,12 @@ func (d *decoder) str(n *yaml.Node, field string) string {
 
 func (d *decoder) strs(n *yaml.Node, field string) []string {
 	if n.Kind != yaml.SequenceNode {
-		d.errf(n.Line, field, "want a list of strings, got %s", kindName(n))
+		d.errf(n.Line, field, "want a list of strings, got %s", yamlfield.Describe(n))
 		return nil
 	}
-	out := make([]string, 0, len(n.Content))
+	var out []string // an empty list is no list: the same task either way
 	for i, c := range n.Content {
-		out = append(out, d.str(c, fmt.Sprintf("%s[%d]", field, i)))
+		out = append(out, d.str(yamlfield.Deref(c), fmt.Sprintf("%s[%d]", field, i)))
 	}
 	return out
 }

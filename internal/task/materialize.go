@@ -78,7 +78,7 @@ func materializeTree(ctx context.Context, t *Task, cacheDir, src string, author 
 		fmt.Fprintf(h, "%s\x00%s\x00%s\x00", materializeVersion, author.Name, author.Email)
 		return hashTree(h, src)
 	}, func(tmp string) (bool, error) {
-		if err := copyTree(src, tmp); err != nil {
+		if err := CopyTree(src, tmp); err != nil {
 			return false, err
 		}
 		return commitTree(ctx, tmp, author)
@@ -221,9 +221,10 @@ func hashTree(h io.Writer, root string) error {
 	})
 }
 
-// copyTree copies regular files, directories and symlinks from src to dst
-// (which exists).
-func copyTree(src, dst string) error {
+// CopyTree copies the regular files, directories and symlinks under src
+// into dst (created as needed), keeping permission bits (executable test
+// and solution scripts run as they are); sockets and devices are left out.
+func CopyTree(src, dst string) error {
 	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -236,10 +237,7 @@ func copyTree(src, dst string) error {
 		}
 		switch {
 		case d.IsDir():
-			if rel == "." {
-				return nil
-			}
-			return os.Mkdir(to, info.Mode().Perm()|0o700)
+			return os.MkdirAll(to, info.Mode().Perm()|0o700)
 		case d.Type()&fs.ModeSymlink != 0:
 			target, err := os.Readlink(p)
 			if err != nil {

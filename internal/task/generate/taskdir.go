@@ -10,28 +10,6 @@ import (
 	"github.com/verisim/verisim/internal/task"
 )
 
-// taskID turns a name into task id material: [a-z0-9._-], no leading
-// punctuation.
-func taskID(name string) string {
-	var b strings.Builder
-	dash := false
-	for _, r := range strings.ToLower(name) {
-		switch {
-		case r >= 'a' && r <= 'z', r >= '0' && r <= '9', r == '.', r == '_', r == '-':
-			b.WriteRune(r)
-			dash = false
-		case !dash:
-			b.WriteByte('-')
-			dash = true
-		}
-	}
-	id := strings.TrimLeft(strings.TrimRight(b.String(), "-"), "-._")
-	if id == "" {
-		return "x"
-	}
-	return id
-}
-
 // exists reports whether outDir already has an entry named id.
 func exists(outDir, id string) bool {
 	_, err := os.Lstat(filepath.Join(outDir, id))
@@ -77,20 +55,13 @@ func (m *module) write(outDir string, g *generated) (dir string, retErr error) {
 		if err := writeFile(filepath.Join(tmp, task.SolutionDir, "files", filepath.FromSlash(rel)), data, 0o644); err != nil {
 			return "", err
 		}
-		fmt.Fprintf(&cp, "cp \"$SOLUTION_DIR\"/files/%s %s\n", shellQuote(rel), shellQuote(rel))
+		fmt.Fprintf(&cp, "cp \"$SOLUTION_DIR\"/files/%s %s\n", task.ShellQuote(rel), task.ShellQuote(rel))
 	}
 	solve := "#!/bin/bash\n# Put back the original code.\nset -euo pipefail\n" + cp.String()
 	if err := os.WriteFile(filepath.Join(tmp, task.SolutionDir, task.SolveScript), []byte(solve), 0o755); err != nil {
 		return "", err
 	}
-	data, err := task.Encode(g.task)
-	if err != nil {
-		return "", err
-	}
-	if _, err := task.Parse(filepath.Join(tmp, task.FileName), data); err != nil {
-		return "", fmt.Errorf("generated task %s would not load: %w", g.task.ID, err)
-	}
-	if err := os.WriteFile(filepath.Join(tmp, task.FileName), data, 0o644); err != nil {
+	if err := task.WriteFile(tmp, g.task); err != nil {
 		return "", err
 	}
 	dir = filepath.Join(outDir, g.task.ID)
@@ -125,10 +96,10 @@ func existingMeta(outDir, prefix string) []map[string]string {
 	return metas
 }
 
-// shellQuote quotes s for bash unless it is made of plain path characters.
-func shellQuote(s string) string {
-	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./") == "" {
-		return s
+// taskID is task.IDFrom with a fallback for names with nothing usable.
+func taskID(name string) string {
+	if id := task.IDFrom(name); id != "" {
+		return id
 	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+	return "x"
 }

@@ -155,15 +155,15 @@ func Harbor(ctx context.Context, dir string, outDir string) (string, error) {
 		if err := os.Mkdir(filepath.Join(tdir, t.Repo.Dir), 0o755); err != nil {
 			return "", err
 		}
-		if err := copyTree(filepath.Join(dir, "tests"), filepath.Join(tdir, task.TestsDir)); err != nil {
+		if err := task.CopyTree(filepath.Join(dir, "tests"), filepath.Join(tdir, task.TestsDir)); err != nil {
 			return "", fmt.Errorf("copy tests: %w", err)
 		}
 		if fi, err := os.Stat(filepath.Join(dir, "solution")); err == nil && fi.IsDir() {
-			if err := copyTree(filepath.Join(dir, "solution"), filepath.Join(tdir, task.SolutionDir)); err != nil {
+			if err := task.CopyTree(filepath.Join(dir, "solution"), filepath.Join(tdir, task.SolutionDir)); err != nil {
 				return "", fmt.Errorf("copy solution: %w", err)
 			}
 		}
-		if err := writeTask(tdir, t); err != nil {
+		if err := task.WriteFile(tdir, t); err != nil {
 			return "", err
 		}
 		done, err := st.commit()
@@ -279,7 +279,7 @@ func seconds(s *float64) time.Duration {
 func verifierCommand(env map[string]string) string {
 	cmd := "mkdir -p " + path.Dir(harborRewardFile) + " && "
 	for _, k := range slices.Sorted(maps.Keys(env)) {
-		cmd += k + "=" + shellQuote(env[k]) + " "
+		cmd += k + "=" + task.ShellQuote(env[k]) + " "
 	}
 	return cmd + "bash /tests/test.sh"
 }

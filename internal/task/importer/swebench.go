@@ -306,7 +306,7 @@ func writeSWEBench(ctx context.Context, st *staging, clone string, r *record) er
 		Tags: []string{"python", "swebench"},
 		Meta: meta,
 	}
-	return writeTask(dir, t)
+	return task.WriteFile(dir, t)
 }
 
 // patchedTests writes into testsDir the files test_patch adds or changes,
@@ -450,7 +450,7 @@ func pytestCommand(files, names []string) string {
 	var args []string
 	for _, f := range files {
 		if isTestModule(f) || named[f] {
-			args = append(args, shellQuote(f))
+			args = append(args, task.ShellQuote(f))
 		}
 	}
 	if len(args) == 0 {

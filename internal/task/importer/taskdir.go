@@ -6,7 +6,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/verisim/verisim/internal/task"
 )
@@ -90,85 +89,12 @@ func (s *staging) abort() {
 	}
 }
 
-// writeTask writes t as dir/task.yaml after checking that it parses back:
-// an importer must never produce a task the loader rejects.
-func writeTask(dir string, t *task.Task) error {
-	data, err := task.Encode(t)
-	if err != nil {
-		return fmt.Errorf("encode task %s: %w", t.ID, err)
-	}
-	if _, err := task.Parse(filepath.Join(dir, task.FileName), data); err != nil {
-		return fmt.Errorf("task %s would not load: %w", t.ID, err)
-	}
-	return os.WriteFile(filepath.Join(dir, task.FileName), data, 0o644)
-}
-
-// taskID turns a name from another format into a task id:
-// [a-z0-9][a-z0-9._-]*.
-func taskID(name string) string {
-	var b strings.Builder
-	dash := false
-	for _, r := range strings.ToLower(name) {
-		switch {
-		case r >= 'a' && r <= 'z', r >= '0' && r <= '9', r == '.', r == '_', r == '-':
-			b.WriteRune(r)
-			dash = false
-		case !dash:
-			b.WriteByte('-')
-			dash = true
-		}
-	}
-	id := strings.TrimLeft(strings.TrimRight(b.String(), "-"), "-._")
-	if id == "" {
-		return "task"
-	}
-	return id
-}
-
-// copyTree copies the regular files, directories and symlinks under src
-// into dst (created), keeping executable bits: test and solution scripts
-// are run as they are.
-func copyTree(src, dst string) error {
-	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(src, p)
-		if err != nil {
-			return err
-		}
-		to := filepath.Join(dst, rel)
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		switch {
-		case d.IsDir():
-			return os.MkdirAll(to, info.Mode().Perm()|0o700)
-		case d.Type()&fs.ModeSymlink != 0:
-			target, err := os.Readlink(p)
-			if err != nil {
-				return err
-			}
-			return os.Symlink(target, to)
-		case d.Type().IsRegular():
-			data, err := os.ReadFile(p)
-			if err != nil {
-				return err
-			}
-			return os.WriteFile(to, data, info.Mode().Perm()|0o600)
-		}
-		return nil // sockets, devices: not part of a task
-	})
-}
-
-// shellQuote quotes s for bash when it holds anything but plain word
-// characters.
-func shellQuote(s string) string {
-	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./:=@%+,") == "" {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}
-
 const solveHeader = "#!/bin/bash\nset -euo pipefail\n"
+
+// taskID is task.IDFrom with a fallback for names with nothing usable.
+func taskID(name string) string {
+	if id := task.IDFrom(name); id != "" {
+		return id
+	}
+	return "task"
+}
