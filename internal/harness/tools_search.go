@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"syscall"
+
+	"github.com/verisim/verisim/internal/pathglob"
 )
 
 // errStopWalk ends a walk early without error.
@@ -93,39 +95,6 @@ func relPath(ws Workspace, p string) string {
 	return path.Clean(p)
 }
 
-// matchGlob reports whether the slash-separated name matches pattern, where
-// a "**" segment matches any number of segments, none included.
-func matchGlob(pattern, name string) bool {
-	return matchSegments(strings.Split(pattern, "/"), strings.Split(name, "/"))
-}
-
-func matchSegments(pat, name []string) bool {
-	for len(pat) > 0 {
-		if pat[0] == "**" {
-			for len(pat) > 0 && pat[0] == "**" {
-				pat = pat[1:]
-			}
-			if len(pat) == 0 {
-				return true
-			}
-			for i := range name {
-				if matchSegments(pat, name[i:]) {
-					return true
-				}
-			}
-			return false
-		}
-		if len(name) == 0 {
-			return false
-		}
-		if ok, _ := path.Match(pat[0], name[0]); !ok {
-			return false
-		}
-		pat, name = pat[1:], name[1:]
-	}
-	return len(name) == 0
-}
-
 // expandBraces expands "{a,b}" alternatives, as in "*.{go,mod}".
 func expandBraces(pattern string) []string {
 	open := strings.IndexByte(pattern, '{')
@@ -163,7 +132,7 @@ func compileGlob(pattern string) ([]string, string) {
 
 func matchAny(pats []string, name string) bool {
 	for _, p := range pats {
-		if matchGlob(p, name) {
+		if pathglob.Match(p, name) {
 			return true
 		}
 	}

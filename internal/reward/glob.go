@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"path"
 	"strings"
+
+	"github.com/verisim/verisim/internal/pathglob"
 )
 
 // protectGlob is a compiled grade.protect pattern. The rules are
@@ -58,7 +60,7 @@ func (g protectGlob) match(name string) bool {
 		if n == len(segs) && g.dirOnly {
 			continue
 		}
-		if matchSegments(g.segs, segs[:n]) {
+		if pathglob.MatchElems(g.segs, segs[:n]) {
 			return true
 		}
 	}
@@ -88,35 +90,6 @@ func (g protectGlob) within(dir string) bool {
 		}
 	}
 	return len(g.segs) > len(ds)
-}
-
-// matchSegments matches name against pat element by element, where a "**"
-// element matches any number of elements, none included.
-func matchSegments(pat, name []string) bool {
-	for len(pat) > 0 {
-		if pat[0] == "**" {
-			for len(pat) > 0 && pat[0] == "**" {
-				pat = pat[1:]
-			}
-			if len(pat) == 0 {
-				return true
-			}
-			for i := range name {
-				if matchSegments(pat, name[i:]) {
-					return true
-				}
-			}
-			return false
-		}
-		if len(name) == 0 {
-			return false
-		}
-		if ok, _ := path.Match(pat[0], name[0]); !ok {
-			return false
-		}
-		pat, name = pat[1:], name[1:]
-	}
-	return len(name) == 0
 }
 
 // protectSet is the protected part of a workspace: patterns plus the exact
