@@ -13,6 +13,8 @@ debootstrap debootstrap
 git git
 ps procps
 bash bash
+make make
+/usr/bin/python3 python3
 '
 
 missing=''

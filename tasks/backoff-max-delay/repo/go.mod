@@ -1,0 +1,3 @@
+module github.com/sofia-marin/backoff
+
+go 1.22

@@ -1,0 +1,5 @@
+"""Release chores."""
+
+from .version import Version, bump
+
+__all__ = ["Version", "bump"]

@@ -1,0 +1,3 @@
+module github.com/nadia-haddad/pingsvc
+
+go 1.22

@@ -1,0 +1,73 @@
+// Package timeparse parses and formats human-friendly durations such as
+// "90m", "2d" or "1w", extending time.ParseDuration with days and weeks.
+package timeparse
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Day and Week are the units time.Duration lacks.
+const (
+	Day  = 24 * time.Hour
+	Week = 7 * Day
+)
+
+var units = map[string]time.Duration{
+	"ms": time.Millisecond,
+	"s":  time.Second,
+	"m":  time.Minute,
+	"h":  time.Hour,
+	"d":  Day,
+	"w":  Week,
+}
+
+// ParseDuration parses a duration such as "45s", "90m", "1.5h", "2d" or
+// "1w". A leading '-' or '+' sets the sign.
+func ParseDuration(s string) (time.Duration, error) {
+	orig := s
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return 0, fmt.Errorf("timeparse: empty duration")
+	}
+	neg := false
+	if s[0] == '-' || s[0] == '+' {
+		neg = s[0] == '-'
+		s = s[1:]
+	}
+	if s == "0" {
+		return 0, nil
+	}
+	i := 0
+	for i < len(s) && (s[i] >= '0' && s[i] <= '9' || s[i] == '.') {
+		i++
+	}
+	if i == 0 {
+		return 0, fmt.Errorf("timeparse: invalid duration %q", orig)
+	}
+	n, err := strconv.ParseFloat(s[:i], 64)
+	if err != nil {
+		return 0, fmt.Errorf("timeparse: invalid duration %q", orig)
+	}
+	unit, ok := units[s[i:]]
+	if !ok {
+		return 0, fmt.Errorf("timeparse: unknown unit %q in duration %q", s[i:], orig)
+	}
+	d := time.Duration(n * float64(unit))
+	if neg {
+		d = -d
+	}
+	return d, nil
+}
+
+// MustParse is like ParseDuration but panics on error. It is meant for
+// constants and tests.
+func MustParse(s string) time.Duration {
+	d, err := ParseDuration(s)
+	if err != nil {
+		panic(err)
+	}
+	return d
+}

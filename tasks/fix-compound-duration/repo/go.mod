@@ -1,0 +1,3 @@
+module github.com/ana-lima/timeparse
+
+go 1.22

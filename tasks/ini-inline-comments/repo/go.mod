@@ -1,0 +1,3 @@
+module github.com/pbrandt/confini
+
+go 1.22

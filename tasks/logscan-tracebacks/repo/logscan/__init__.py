@@ -1,0 +1,5 @@
+"""Parse and query service logs."""
+
+from .parser import Entry, parse
+
+__all__ = ["Entry", "parse"]

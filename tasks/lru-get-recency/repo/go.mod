@@ -1,0 +1,3 @@
+module github.com/rvdberg/cachekit
+
+go 1.22

@@ -1,0 +1,5 @@
+"""Markdown tables from rows."""
+
+from .table import render
+
+__all__ = ["render"]

@@ -1,0 +1,3 @@
+module github.com/hbauer/invoicer
+
+go 1.22

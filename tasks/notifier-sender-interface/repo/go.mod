@@ -1,0 +1,3 @@
+module github.com/tcheng/alertd
+
+go 1.22

@@ -1,0 +1,3 @@
+module github.com/lena-fischer/shelf
+
+go 1.22

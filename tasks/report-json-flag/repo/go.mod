@@ -1,0 +1,3 @@
+module github.com/ana-lima/tally
+
+go 1.22

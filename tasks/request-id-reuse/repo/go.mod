@@ -1,0 +1,3 @@
+module github.com/dmitri-v/httpkit
+
+go 1.22

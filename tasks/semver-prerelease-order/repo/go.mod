@@ -1,0 +1,3 @@
+module github.com/mkowalski/relver
+
+go 1.22

@@ -1,0 +1,3 @@
+module github.com/jonas-weber/bankcsv
+
+go 1.22

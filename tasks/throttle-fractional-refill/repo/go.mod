@@ -1,0 +1,3 @@
+module github.com/kwame-asante/throttle
+
+go 1.22

@@ -1,0 +1,3 @@
+#!/bin/bash
+set -euo pipefail
+cp "$SOLUTION_DIR/files/bucket/bucket.go" bucket/bucket.go

@@ -1,0 +1,1 @@
+"""Hours tracking with plain CSV storage."""

@@ -1,0 +1,3 @@
+module github.com/jsato/wordstat
+
+go 1.22
