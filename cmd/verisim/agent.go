@@ -23,10 +23,7 @@ import (
 
 // agentOpts are the flags of "verisim agent".
 type agentOpts struct {
-	model      string
-	modelName  string
-	apiKeyEnv  string
-	retries    int
+	model      modelFlags
 	dir        string
 	yes        bool
 	sandbox    bool
@@ -67,20 +64,14 @@ normally, 1 when the model's output could not be used, 124 past --timeout,
 			if len(args) != 1 || strings.TrimSpace(args[0]) == "" {
 				return usageErr("give the instruction as one argument, quoted")
 			}
-			if o.model == "" {
-				return usageErr("--model URL is required: the chat-completions server, e.g. http://localhost:8000")
-			}
-			return nil
+			return o.model.check()
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return a.runAgent(cmd, &o, args[0])
 		},
 	}
 	f := c.Flags()
-	f.StringVar(&o.model, "model", "", "base URL of an OpenAI-compatible chat-completions server (with or without /v1)")
-	f.StringVar(&o.modelName, "model-name", "", "model to ask for (default: the first the server lists at /v1/models)")
-	f.StringVar(&o.apiKeyEnv, "api-key-env", "OPENAI_API_KEY", "environment variable holding the API key (unset: no key)")
-	f.IntVar(&o.retries, "retries", 3, "retries of a model request after a connection error, 429 or 5xx")
+	o.model.register(f)
 	f.StringVar(&o.dir, "dir", ".", "directory to work on (with --sandbox: a git checkout, cloned into the sandbox)")
 	f.BoolVarP(&o.yes, "yes", "y", false, "run the agent's commands without asking")
 	f.BoolVar(&o.sandbox, "sandbox", false, "work in a fresh sandbox on a clone of --dir; changes stay there and the diff is printed")
@@ -92,22 +83,12 @@ normally, 1 when the model's output could not be used, 124 past --timeout,
 
 func (a *app) runAgent(cmd *cobra.Command, o *agentOpts, instruction string) error {
 	ctx := cmd.Context()
-	if o.maxTurns <= 0 || o.timeout < 0 || o.retries < 0 {
-		return usageErr("--max-turns must be positive, --timeout and --retries not negative")
+	if o.maxTurns <= 0 || o.timeout < 0 {
+		return usageErr("--max-turns must be positive, --timeout not negative")
 	}
-	apiKey := os.Getenv(o.apiKeyEnv)
-	// The agent's commands inherit this environment; keep the key out of it.
-	os.Unsetenv(o.apiKeyEnv)
-	if o.modelName == "" {
-		name, err := servedModel(ctx, o.model, apiKey)
-		if err != nil {
-			return withCode(exitFailure, fmt.Errorf("cannot reach the model at %s: %s; check --model, or pass --model-name", o.model, oneLine(err)))
-		}
-		o.modelName = name
-	}
-	client, err := policy.New(policy.Options{BaseURL: o.model, APIKey: apiKey, Model: o.modelName, MaxRetries: o.retries})
+	client, err := o.model.client(ctx)
 	if err != nil {
-		return usageErr("--model: %v", err)
+		return err
 	}
 	model := &watchedModel{Client: client}
 	agent, err := harness.NewAgent(model, harness.Config{MaxTurns: o.maxTurns, MaxWall: o.timeout, OnTurn: printTurn})
@@ -181,9 +162,9 @@ func agentStatus(ctx context.Context, o *agentOpts, m *watchedModel, traj *traje
 	}
 	if m.err != nil {
 		if errors.Is(m.err, policy.ErrUnavailable) {
-			return withCode(exitFailure, fmt.Errorf("cannot reach the model at %s: %s; check --model", o.model, oneLine(m.err)))
+			return withCode(exitFailure, fmt.Errorf("cannot reach the model at %s: %s; check --model", o.model.url, oneLine(m.err)))
 		}
-		return withCode(exitFailure, fmt.Errorf("the model at %s refused: %s; check --model, --model-name and --api-key-env", o.model, oneLine(m.err)))
+		return withCode(exitFailure, fmt.Errorf("the model at %s refused: %s; check --model, --model-name and --api-key-env", o.model.url, oneLine(m.err)))
 	}
 	return withCode(exitFailure, errors.New(oneLine(errors.New(traj.Error))))
 }

@@ -18,9 +18,54 @@ func (a *app) benchCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:     "bench",
 		Short:   "Measure verisim against its peers, side by side",
-		Example: "  verisim bench sandbox --runs 200",
+		Example: "  verisim bench sandbox --runs 200\n  verisim bench rollout",
 	}
-	c.AddCommand(a.benchSandboxCmd())
+	c.AddCommand(a.benchSandboxCmd(), a.benchRolloutCmd())
+	return c
+}
+
+func (a *app) benchRolloutCmd() *cobra.Command {
+	var (
+		e                            envFlags
+		calls, episodes, concurrency int
+	)
+	c := &cobra.Command{
+		Use:   "rollout",
+		Short: "Harness overhead, tool calls/s and episodes/s with an instant model",
+		Long: `Measures the rollout machinery with a scripted model that answers at once, so
+that only verisim's own work is timed, against the targets on a two-core
+machine: the harness's time per tool call (the tool's workspace operation
+excluded), tool calls per second across --concurrency episodes, and trivial
+episodes per second from fork to graded trajectory. Every tool call and every
+episode runs in a real sandbox.`,
+		Example: `  verisim bench rollout
+  verisim bench rollout --calls 2000 --episodes 500 --concurrency 8`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if calls < 100 || episodes < 10 || concurrency <= 0 {
+				return usageErr("use --calls ≥ 100, --episodes ≥ 10 and a positive --concurrency")
+			}
+			ctx := cmd.Context()
+			setup, err := a.taskSetup(ctx, &e)
+			if err != nil {
+				return err
+			}
+			dir, err := os.MkdirTemp("", "verisim-bench-")
+			if err != nil {
+				return err
+			}
+			defer os.RemoveAll(dir)
+			res, err := bench.Rollout(ctx, bench.RolloutOptions{Setup: setup, Calls: calls, Episodes: episodes, Concurrency: concurrency, Dir: dir})
+			if err != nil {
+				return withCode(exitFailure, err)
+			}
+			return res.Table().Write(os.Stdout)
+		},
+	}
+	e.register(c)
+	c.Flags().IntVar(&calls, "calls", 1000, "tool calls per timed episode")
+	c.Flags().IntVar(&episodes, "episodes", 300, "trivial episodes for the episodes/s row")
+	c.Flags().IntVar(&concurrency, "concurrency", 4, "episodes run at once")
 	return c
 }
 

@@ -37,6 +37,7 @@ const (
 	exitRepo      = 123 // repository path missing or not a git checkout
 	exitTimeout   = 124 // the command ran past --timeout
 	exitFailure   = 125 // verisim itself failed
+	exitTask      = 126 // a task file or suite cannot be used
 	exitNoCommand = 127 // the command was not found
 )
 

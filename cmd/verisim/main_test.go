@@ -88,7 +88,8 @@ func (c *cli) assertClean() {
 	}
 	layers, _ := os.ReadDir(filepath.Join(c.state, "layers"))
 	for _, e := range layers {
-		if !strings.HasPrefix(e.Name(), "persona-") || strings.Contains(e.Name(), ".tmp") {
+		cache := strings.HasPrefix(e.Name(), "persona-") || strings.HasPrefix(e.Name(), "gocache-")
+		if !cache || strings.Contains(e.Name(), ".tmp") {
 			c.t.Errorf("layer left: %s", e.Name())
 		}
 	}

@@ -1,0 +1,149 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/verisim/verisim/internal/trajectory"
+)
+
+// TestTasksValidateBundled proves every task of the bundled suite: the
+// reference solution passes and doing nothing does not.
+func TestTasksValidateBundled(t *testing.T) {
+	c := newCLI(t)
+	r := c.do("", "tasks", "validate", "--tasks", "../../tasks", "--concurrency", "2")
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	m := regexp.MustCompile(`(\d+) of (\d+) tasks valid`).FindStringSubmatch(r.stdout)
+	if m == nil || m[1] != m[2] {
+		t.Fatalf("no verdict line:\n%s", r.stdout)
+	}
+	if n, _ := strconv.Atoi(m[1]); n < 30 {
+		t.Errorf("the bundled suite has %d tasks, want at least 30", n)
+	}
+	t.Logf("\n%s", r.stdout)
+	c.assertClean()
+}
+
+func writeFiles(t *testing.T, dir string, files map[string]string) {
+	t.Helper()
+	for p, content := range files {
+		full := filepath.Join(dir, p)
+		os.MkdirAll(filepath.Dir(full), 0o755)
+		if err := os.WriteFile(full, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestTasksBadInput(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{
+		"one/task.yaml":     "id: one\ninstruction: fix it\nrepo: {dir: repo}\ngrade:\n  command: make test\n  formt: tap\n",
+		"one/repo/Makefile": "test:\n\ttrue\n",
+	})
+	r := runVerisim(t, nil, "tasks", "ls", "--tasks", dir)
+	if r.code != exitTask || !strings.Contains(r.stderr, `one/task.yaml:6: field "grade.formt": unknown field`) {
+		t.Errorf("bad field: exit %d, stderr %q", r.code, r.stderr)
+	}
+	r = runVerisim(t, nil, "tasks", "show", "nope", "--tasks", "../../tasks")
+	if r.code != exitTask || !strings.Contains(r.stderr, `no task "nope"`) {
+		t.Errorf("unknown id: exit %d, stderr %q", r.code, r.stderr)
+	}
+	r = runVerisim(t, nil, "tasks", "ls", "--tasks", filepath.Join(dir, "missing"))
+	if r.code != exitTask || !strings.Contains(r.stderr, "tasks directory") {
+		t.Errorf("missing dir: exit %d, stderr %q", r.code, r.stderr)
+	}
+	r = runVerisim(t, nil, "rollout", "--model", "http://127.0.0.1:1", "--tasks", "../../tasks")
+	if r.code != exitUsage || !strings.Contains(r.stderr, "--out DIR is required") {
+		t.Errorf("no --out: exit %d, stderr %q", r.code, r.stderr)
+	}
+	r = runVerisim(t, nil, "eval", "--model", "http://127.0.0.1:1", "--out", t.TempDir(), "--samples", "2", "--k", "3")
+	if r.code != exitUsage || !strings.Contains(r.stderr, "--k 3") {
+		t.Errorf("k > samples: exit %d, stderr %q", r.code, r.stderr)
+	}
+	r = runVerisim(t, nil, "tasks", "show", "fix-compound-duration", "--tasks", "../../tasks")
+	if r.code != 0 || !strings.Contains(r.stdout, "id: fix-compound-duration") || !strings.Contains(r.stdout, "reference solution: true") {
+		t.Errorf("show: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
+
+// greetTask is a small shell task with a hidden TAP test.
+func greetTask(t *testing.T) string {
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{
+		"greet/task.yaml": `id: greet
+instruction: greet.sh should say "Hello, NAME!"
+repo: {dir: repo, name: greeter}
+grade: {command: bash tests/test_greet.sh, format: tap, protect: ["tests/**"]}
+`,
+		"greet/repo/greet.sh":             "echo \"Hi $1\"\n",
+		"greet/tests/tests/test_greet.sh": "echo 1..1\n[ \"$(bash greet.sh Ada)\" = 'Hello, Ada!' ] && echo ok 1 || echo not ok 1\n",
+		"greet/solution/solve.sh":         "echo 'echo \"Hello, $1!\"' > greet.sh\n",
+	})
+	return dir
+}
+
+func TestRolloutAndEval(t *testing.T) {
+	c := newCLI(t)
+	tasks := greetTask(t)
+	model := newScriptedModel(t,
+		reply{calls: [][2]string{{"write_file", `{"path":"greet.sh","content":"echo \"Hello, $1!\"\n"}`}}},
+		reply{content: "fixed"},
+	)
+	out := filepath.Join(t.TempDir(), "runs", "first")
+	r := c.do("", "rollout", "--tasks", tasks, "--model", model.url, "--samples", "2", "--concurrency", "1", "--out", out)
+	if r.code != 0 {
+		t.Fatalf("rollout: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	trajs, err := trajectory.ReadFile(filepath.Join(out, "trajectories.jsonl"))
+	if err != nil || len(trajs) != 2 {
+		t.Fatalf("trajectories: %d, %v", len(trajs), err)
+	}
+	// The script's steps go to the first episode; the second only answers.
+	if trajs[0].Reward != 1 || trajs[1].Reward != 0 || trajs[1].Flags[0].Name != "no_edit_reply" {
+		t.Errorf("rewards %v, %v; flags of the second %+v", trajs[0].Reward, trajs[1].Reward, trajs[1].Flags)
+	}
+	if !strings.Contains(r.stderr, "2/2 done") || !regexp.MustCompile(`(?m)^greet\s+2\s+2\s+1\s+0`).MatchString(r.stdout) {
+		t.Errorf("progress or table missing:\n%s\n%s", r.stdout, r.stderr)
+	}
+	var sum struct {
+		Total struct{ Episodes, Passed int }
+	}
+	data, _ := os.ReadFile(filepath.Join(out, "summary.json"))
+	if err := json.Unmarshal(data, &sum); err != nil || sum.Total.Episodes != 2 || sum.Total.Passed != 1 {
+		t.Errorf("summary.json: %s (%v)", data, err)
+	}
+	// The same directory again needs --resume; with it nothing is rerun.
+	r = c.do("", "rollout", "--tasks", tasks, "--model", model.url, "--samples", "2", "--out", out)
+	if r.code != exitUsage || !strings.Contains(r.stderr, "pass --resume") {
+		t.Errorf("rerun without --resume: exit %d\n%s", r.code, r.stderr)
+	}
+	r = c.do("", "eval", "--tasks", tasks, "--model", model.url, "--samples", "2", "--out", out, "--resume")
+	if r.code != 0 || !strings.Contains(r.stdout, "pass@1: 0.500") || !strings.Contains(r.stdout, "pass@2: 1.000") {
+		t.Errorf("eval --resume: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	if trajs, _ := trajectory.ReadFile(filepath.Join(out, "trajectories.jsonl")); len(trajs) != 2 {
+		t.Errorf("--resume reran episodes: %d records", len(trajs))
+	}
+
+	// A model nobody answers: every episode is an infra_error, the run
+	// says so and fails.
+	down := filepath.Join(t.TempDir(), "down")
+	r = c.do("", "rollout", "--tasks", tasks, "--model", "http://127.0.0.1:1", "--model-name", "m", "--retries", "0",
+		"--samples", "1", "--episode-retries", "1", "--out", down)
+	if r.code != exitFailure || !strings.Contains(r.stderr, "infrastructure") {
+		t.Errorf("model down: exit %d\n%s", r.code, r.stderr)
+	}
+	trajs, _ = trajectory.ReadFile(filepath.Join(down, "trajectories.jsonl"))
+	if len(trajs) != 1 || trajs[0].Status != trajectory.StatusInfraError || trajs[0].Metadata["attempts"] != "2" {
+		t.Errorf("model down: %+v", trajs)
+	}
+	c.assertClean()
+}
