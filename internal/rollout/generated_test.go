@@ -69,10 +69,23 @@ func TestGeneratedTaskLeavesNoTrace(t *testing.T) {
 	if err := sb.WriteFile(t.Context(), "/root/.snippet", []byte(snippet), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// Every regular file up to 64 MiB (the image's big libraries are not
+	// where a pipeline leaves code), read as text, and every object of
+	// every git repository, decompressed: packs and loose objects are
+	// zlib streams a plain grep cannot see into.
 	search := func() string {
 		var out, errb bytes.Buffer
 		st, err := sb.Run(t.Context(), sandbox.Cmd{
-			Args: []string{"/bin/sh", "-c", `grep -rlF --binary-files=text --exclude-dir=proc --exclude-dir=sys --exclude-dir=dev -f /root/.snippet / 2>/dev/null | grep -vx /root/.snippet; exit 0`},
+			Args: []string{"/bin/bash", "-c", `
+find / \( -path /proc -o -path /sys -o -path /dev \) -prune -o -type f -size -64M -print0 2>/dev/null |
+	xargs -0 grep -lF -a -f /root/.snippet 2>/dev/null | grep -vx /root/.snippet
+find / \( -path /proc -o -path /sys -o -path /dev \) -prune -o -type d -name '*.git' -print 2>/dev/null |
+while read -r gitdir; do
+	git --git-dir="$gitdir" cat-file --batch-all-objects --batch 2>/dev/null | grep -qF -a -f /root/.snippet && echo "$gitdir (objects)"
+	git --git-dir="$gitdir" reflog --all -p 2>/dev/null | grep -qF -a -f /root/.snippet && echo "$gitdir (reflog)"
+	git --git-dir="$gitdir" stash list -p 2>/dev/null | grep -qF -a -f /root/.snippet && echo "$gitdir (stash)"
+done
+exit 0`},
 			User: &sandbox.User{Home: "/root"}, Stdout: &out, Stderr: &errb,
 		})
 		if err != nil || st.Code != 0 {
@@ -90,6 +103,20 @@ func TestGeneratedTaskLeavesNoTrace(t *testing.T) {
 	}
 	if found := search(); !strings.Contains(found, env.Workspace) {
 		t.Fatalf("the search did not find the snippet after the solution put it back; found %q", found)
+	}
+	// And in git objects once it is committed there.
+	var out bytes.Buffer
+	if st, err := sb.Run(t.Context(), sandbox.Cmd{Args: []string{"/bin/sh", "-c", "git add -A && git commit -qm wip && git reset -q --hard HEAD~1 && git checkout -q -- ."}, Dir: env.Workspace, Stdout: &out, Stderr: &out}); err != nil || st.Code != 0 {
+		t.Fatalf("commit the solution: %v %+v %s", err, st, out.String())
+	}
+	found := search()
+	if !strings.Contains(found, ".git (objects)") {
+		t.Fatalf("after committing and resetting, the search found %q; want the git objects among it", found)
+	}
+	for _, line := range strings.Split(found, "\n") {
+		if !strings.HasSuffix(line, ")") {
+			t.Errorf("after the reset, a file still holds the code: %s", line)
+		}
 	}
 	// And the task directory itself holds it only in solution/ (and
 	// task.yaml's metadata), never in repo/.
