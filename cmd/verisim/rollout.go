@@ -215,7 +215,7 @@ func (a *app) runRollout(ctx context.Context, o *rolloutOpts) (*rollout.Summary,
 		runErr = err
 	}
 	trajs, rerr := trajectory.ReadFile(path)
-	if rerr != nil {
+	if rerr != nil && !errors.Is(rerr, trajectory.ErrTruncated) {
 		return nil, withCode(exitFailure, rerr)
 	}
 	sum := rollout.Summarize(trajs)
@@ -261,7 +261,10 @@ func prepareRunDir(dir, path string, resume bool) (map[string]bool, error) {
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
-	if err != nil {
+	// A record cut short by a crash is dropped (and the file rewritten
+	// below); anything else wrong with the file stops the run.
+	torn := errors.Is(err, trajectory.ErrTruncated)
+	if err != nil && !torn {
 		return nil, withCode(exitFailure, fmt.Errorf("%s: %w", path, err))
 	}
 	if len(trajs) > 0 && !resume {
@@ -276,7 +279,7 @@ func prepareRunDir(dir, path string, resume bool) (map[string]bool, error) {
 		skip[t.Key()] = true
 		keep = append(keep, t)
 	}
-	if len(keep) != len(trajs) {
+	if len(keep) != len(trajs) || torn {
 		var buf bytes.Buffer
 		w := trajectory.NewWriter(&buf)
 		for _, t := range keep {

@@ -1,13 +1,21 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/verisim/verisim/internal/trajectory"
 )
@@ -125,12 +133,16 @@ func TestRolloutAndEval(t *testing.T) {
 	if r.code != exitUsage || !strings.Contains(r.stderr, "pass --resume") {
 		t.Errorf("rerun without --resume: exit %d\n%s", r.code, r.stderr)
 	}
+	// A crash left half a record: --resume drops it and carries on.
+	f, _ := os.OpenFile(filepath.Join(out, "trajectories.jsonl"), os.O_APPEND|os.O_WRONLY, 0)
+	f.WriteString(`{"version":1,"task_id":"greet","sam`)
+	f.Close()
 	r = c.do("", "eval", "--tasks", tasks, "--model", model.url, "--samples", "2", "--out", out, "--resume")
 	if r.code != 0 || !strings.Contains(r.stdout, "pass@1: 0.500") || !strings.Contains(r.stdout, "pass@2: 1.000") {
 		t.Errorf("eval --resume: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
-	if trajs, _ := trajectory.ReadFile(filepath.Join(out, "trajectories.jsonl")); len(trajs) != 2 {
-		t.Errorf("--resume reran episodes: %d records", len(trajs))
+	if trajs, err := trajectory.ReadFile(filepath.Join(out, "trajectories.jsonl")); len(trajs) != 2 || err != nil {
+		t.Errorf("after --resume: %d records, %v; want the 2 finished and no torn line", len(trajs), err)
 	}
 
 	// A model nobody answers: every episode is an infra_error, the run
@@ -144,6 +156,73 @@ func TestRolloutAndEval(t *testing.T) {
 	trajs, _ = trajectory.ReadFile(filepath.Join(down, "trajectories.jsonl"))
 	if len(trajs) != 1 || trajs[0].Status != trajectory.StatusInfraError || trajs[0].Metadata["attempts"] != "2" {
 		t.Errorf("model down: %+v", trajs)
+	}
+	c.assertClean()
+}
+
+// TestRolloutInterrupt stops a run with Ctrl-C while an episode waits for
+// the model: the finished episode stays recorded, nothing is left behind,
+// and --resume runs only the rest.
+func TestRolloutInterrupt(t *testing.T) {
+	c := newCLI(t)
+	tasks := greetTask(t)
+	var mu sync.Mutex
+	requests := 0
+	waiting := make(chan struct{}, 1)
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		requests++
+		n := requests
+		mu.Unlock()
+		if n > 1 { // the second episode's first request hangs
+			select {
+			case waiting <- struct{}{}:
+			default:
+			}
+			select {
+			case <-r.Context().Done():
+			case <-release:
+			}
+			return
+		}
+		io.WriteString(w, `{"id":"c1","object":"chat.completion","model":"m","choices":[{"index":0,"finish_reason":"stop","message":{"role":"assistant","content":"nothing to change"}}]}`)
+	}))
+	defer srv.Close()
+	defer close(release)
+	out := filepath.Join(t.TempDir(), "run")
+	cmd := exec.Command(verisim, "--state", c.state, "--run-dir", c.run, "rollout", "--tasks", tasks, "--model", srv.URL,
+		"--model-name", "m", "--samples", "3", "--concurrency", "1", "--out", out)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-waiting:
+	case <-time.After(2 * time.Minute):
+		cmd.Process.Kill()
+		t.Fatalf("the second episode never asked the model:\n%s", stderr.String())
+	}
+	cmd.Process.Signal(os.Interrupt)
+	err := cmd.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 130 || !strings.Contains(stderr.String(), "--resume") {
+		t.Fatalf("after Ctrl-C: %v\n%s", err, stderr.String())
+	}
+	trajs, err := trajectory.ReadFile(filepath.Join(out, "trajectories.jsonl"))
+	if err != nil || len(trajs) != 1 || trajs[0].Sample != 0 {
+		t.Fatalf("recorded %d episodes (%v), want sample 0 only", len(trajs), err)
+	}
+	c.assertClean()
+
+	model := newScriptedModel(t, reply{content: "nothing to change"})
+	r := c.do("", "rollout", "--tasks", tasks, "--model", model.url, "--samples", "3", "--concurrency", "2", "--out", out, "--resume")
+	if r.code != 0 || !strings.Contains(r.stderr, "3/3 done") {
+		t.Fatalf("resume: exit %d\n%s", r.code, r.stderr)
+	}
+	if trajs, _ := trajectory.ReadFile(filepath.Join(out, "trajectories.jsonl")); len(trajs) != 3 {
+		t.Errorf("after resume %d episodes, want 3", len(trajs))
 	}
 	c.assertClean()
 }

@@ -83,7 +83,7 @@ func Rollout(ctx context.Context, o RolloutOptions) (*RolloutResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer env.Release(context.WithoutCancel(ctx))
+	defer env.Release(ctx)
 
 	r := &RolloutResult{Concurrency: o.Concurrency}
 	if r.Overhead, err = toolCallOverhead(ctx, o.Setup.Runtime, env, o.Calls); err != nil {

@@ -100,6 +100,54 @@ type Grader struct {
 	// each hidden-test path (absent: none there).
 	testOrig map[string]File
 	expected []string
+
+	// Env, when set, is the whole environment of the grade command and of
+	// the grader's own helpers (see CleanEnv); nil leaves the machine's
+	// default. It is set before the first Run and not changed after.
+	Env []string
+}
+
+// systemPath holds only directories a machine's user cannot write: the
+// grade must run the toolchain, not a script the agent left in ~/.local/bin
+// under the same name.
+const systemPath = "/usr/local/go/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+// CleanEnv is the environment to grade in, from the machine's default
+// env: the user's identity, locale and home are kept, PATH is reset to
+// system directories, and the hooks through which files the agent may
+// write would run inside the grade are turned off: the go command's
+// per-user config (go env -w GOFLAGS=-exec=...), Python's user site
+// directory (usercustomize, .pth files), bash's BASH_ENV.
+func CleanEnv(machineEnv []string) []string {
+	keep := map[string]bool{"HOME": true, "USER": true, "LOGNAME": true, "LANG": true, "LANGUAGE": true, "SHELL": true, "TERM": true, "TZ": true}
+	out := []string{"PATH=" + systemPath}
+	for _, kv := range machineEnv {
+		k, _, _ := strings.Cut(kv, "=")
+		if keep[k] || strings.HasPrefix(k, "LC_") {
+			out = append(out, kv)
+		}
+	}
+	return append(out, "GOENV=off", "GOFLAGS=", "GOTOOLCHAIN=local", "GOPROXY=off", "PYTHONNOUSERSITE=1", "PYTHONDONTWRITEBYTECODE=1")
+}
+
+// rootEnv is env with root's home, for commands run as root.
+func rootEnv(env []string) []string {
+	if env == nil {
+		return nil
+	}
+	out := make([]string, 0, len(env))
+	for _, kv := range env {
+		switch {
+		case strings.HasPrefix(kv, "HOME="):
+			out = append(out, "HOME=/root")
+		case strings.HasPrefix(kv, "USER="), strings.HasPrefix(kv, "LOGNAME="):
+			k, _, _ := strings.Cut(kv, "=")
+			out = append(out, k+"=root")
+		default:
+			out = append(out, kv)
+		}
+	}
+	return out
 }
 
 // NewGrader prepares the grading of g. testsDir is the task's hidden tests

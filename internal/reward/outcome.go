@@ -2,11 +2,14 @@ package reward
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"path"
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/verisim/verisim/internal/sandbox"
 	"github.com/verisim/verisim/internal/task"
@@ -19,6 +22,7 @@ func (r *gradeRun) command(ctx context.Context) (*Result, error) {
 	out := &outputSink{parser: p, tail: tailBuffer{max: outputTail}}
 	cmd := sandbox.Cmd{
 		Args:    []string{"/bin/bash", "-c", gr.Command},
+		Env:     r.g.Env,
 		Dir:     r.ws,
 		Stdout:  out,
 		Stderr:  out,
@@ -27,6 +31,7 @@ func (r *gradeRun) command(ctx context.Context) (*Result, error) {
 	if gr.User == "root" {
 		u := rootUser
 		cmd.User = &u
+		cmd.Env = rootEnv(cmd.Env)
 	}
 	st, err := r.sb.Run(ctx, cmd)
 	if err != nil {
@@ -42,7 +47,11 @@ func (r *gradeRun) command(ctx context.Context) (*Result, error) {
 		notes = append(notes, "grade command killed for lack of memory")
 	}
 	if gr.Format == task.FormatExit {
-		notes = append(notes, r.exitOutcome(ctx, res)...)
+		more, err := r.exitOutcome(ctx, res)
+		if err != nil {
+			return nil, err
+		}
+		notes = append(notes, more...)
 	} else {
 		var missing []string
 		var tests []TestResult
@@ -76,7 +85,7 @@ func (res *Result) count(tests []TestResult) {
 
 // exitOutcome grades format exit: the command is the one test, unless a
 // reward file gives the reward.
-func (r *gradeRun) exitOutcome(ctx context.Context, res *Result) []string {
+func (r *gradeRun) exitOutcome(ctx context.Context, res *Result) ([]string, error) {
 	ok := res.ExitCode == 0 && !res.TimedOut
 	name := "exit"
 	frac := 0.0
@@ -91,7 +100,10 @@ func (r *gradeRun) exitOutcome(ctx context.Context, res *Result) []string {
 			full = r.abs(rf)
 		}
 		var note string
-		frac, note = r.readReward(ctx, full)
+		var err error
+		if frac, note, err = r.readReward(ctx, full); err != nil {
+			return nil, err
+		}
 		if note != "" {
 			notes = append(notes, note)
 		}
@@ -105,23 +117,29 @@ func (r *gradeRun) exitOutcome(ctx context.Context, res *Result) []string {
 		res.Failed = 1
 	}
 	res.Fraction = frac
-	return notes
+	return notes, nil
 }
 
 // readReward reads a reward file: a number from 0 to 1. Anything else is
 // 0, with a note, since a grade command that fails to write its reward
 // has not shown the work is done.
-func (r *gradeRun) readReward(ctx context.Context, full string) (float64, string) {
+// readReward reads the reward the grade command wrote. A file that is not
+// there or holds no number is a zero, with a note; a machine that cannot be
+// read is an error, never a zero.
+func (r *gradeRun) readReward(ctx context.Context, full string) (float64, string, error) {
 	data, err := r.sb.ReadFile(ctx, full)
 	if err != nil {
-		return 0, fmt.Sprintf("reward file %s: %v", full, err)
+		if isMissing(err) || errors.Is(err, syscall.EISDIR) || errors.Is(err, fs.ErrPermission) {
+			return 0, fmt.Sprintf("reward file %s: %v", full, err), nil
+		}
+		return 0, "", fmt.Errorf("read reward file %s: %w", full, err)
 	}
 	s := strings.TrimSpace(string(data))
 	v, err := strconv.ParseFloat(s, 64)
 	if err != nil || v < 0 || v > 1 || v != v {
-		return 0, fmt.Sprintf("reward file %s: %q is not a number from 0 to 1", full, clip(s, 40))
+		return 0, fmt.Sprintf("reward file %s: %q is not a number from 0 to 1", full, clip(s, 40)), nil
 	}
-	return v, ""
+	return v, "", nil
 }
 
 // expect applies the expected tests to what the output reported: with

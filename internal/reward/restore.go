@@ -354,14 +354,33 @@ func (r *gradeRun) placeTests(ctx context.Context) error {
 	return nil
 }
 
-// ensureDir makes dir, outside the workspace, exist.
+// ensureDir makes dir exist. Something else in its place (the agent
+// replaced the workspace, or a tests_target parent, with a file or a link)
+// is removed and recorded: it must fail the grade, not make grading fail,
+// which would read as an infrastructure error and drop the episode.
 func (r *gradeRun) ensureDir(ctx context.Context, dir string) error {
 	fi, err := r.sb.Stat(ctx, dir)
 	if err == nil && fi.Mode.IsDir() {
 		return nil
 	}
-	if err != nil && !isMissing(err) {
+	if err != nil && !isMissing(err) && !errors.Is(err, syscall.ENOTDIR) {
 		return fmt.Errorf("stat %s: %w", dir, err)
+	}
+	if err == nil {
+		r.record(dir, "added")
+		if dir == r.ws || dir == "/" {
+			u := rootUser
+			if err := r.helper(ctx, &u, "rm", "-f", "--", dir); err != nil {
+				return err
+			}
+		} else if err := r.remove(ctx, dir); err != nil {
+			return err
+		}
+	} else if parent := path.Dir(dir); parent != dir && parent != "/" {
+		// A file where a parent should be.
+		if err := r.ensureDir(ctx, parent); err != nil {
+			return err
+		}
 	}
 	return r.mkdirAll(ctx, dir)
 }
@@ -419,11 +438,24 @@ func (r *gradeRun) mkdirAll(ctx context.Context, dir string) error {
 	return r.helper(ctx, &u, "chown", "--reference="+r.ws, "--", dir)
 }
 
+// helpers are the commands the grader runs, by absolute path: a name
+// would be looked up in a PATH the agent can write to.
+var helpers = map[string]string{"rm": "/bin/rm", "mkdir": "/bin/mkdir", "chown": "/bin/chown", "ln": "/bin/ln"}
+
 // helper runs a small command the Sandbox interface has no method for.
 func (r *gradeRun) helper(ctx context.Context, u *sandbox.User, args ...string) error {
 	var out tailBuffer
 	out.max = 4 << 10
-	st, err := r.sb.Run(ctx, sandbox.Cmd{Args: args, Dir: "/", User: u, Stdout: &out, Stderr: &out, Timeout: helperTime})
+	bin, ok := helpers[args[0]]
+	if !ok {
+		return fmt.Errorf("grader helper %s is not known", args[0])
+	}
+	env := r.g.Env
+	if u != nil && u.UID == 0 {
+		env = rootEnv(env)
+	}
+	cmd := sandbox.Cmd{Args: append([]string{bin}, args[1:]...), Env: env, Dir: "/", User: u, Stdout: &out, Stderr: &out, Timeout: helperTime}
+	st, err := r.sb.Run(ctx, cmd)
 	if err != nil {
 		return fmt.Errorf("%s: %w", args[0], err)
 	}

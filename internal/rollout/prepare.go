@@ -70,6 +70,7 @@ func Prepare(ctx context.Context, s Setup, t *task.Task) (_ *Env, retErr error) 
 		return nil, fmt.Errorf("%w: task %s: %w", ErrTask, t.ID, err)
 	}
 	ws := workspaceOf(spec)
+	grader.Env = reward.CleanEnv(spec.Env)
 	sb, err := s.Runtime.Create(ctx, spec)
 	if err != nil {
 		for _, l := range spec.OwnedLayers {
@@ -77,11 +78,7 @@ func Prepare(ctx context.Context, s Setup, t *task.Task) (_ *Env, retErr error) 
 		}
 		return nil, fmt.Errorf("create the machine of task %s: %w", t.ID, err)
 	}
-	defer func() {
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
-		defer cancel()
-		sb.Close(cctx)
-	}()
+	defer closeSandbox(ctx, sb)
 	if err := runSetup(ctx, sb, t, ws); err != nil {
 		return nil, err
 	}
@@ -133,13 +130,27 @@ func runSetup(ctx context.Context, sb sandbox.Sandbox, t *task.Task, ws string) 
 	return nil
 }
 
-// Release removes the snapshot. It is idempotent.
-func (e *Env) Release(ctx context.Context) {
+// Release removes the snapshot, within a minute and even when ctx has
+// ended (a cancelled run must not leak it). It is idempotent.
+func (e *Env) Release(ctx context.Context) error {
 	if e == nil || e.Snapshot == "" {
-		return
+		return nil
 	}
-	e.rt.RemoveSnapshot(ctx, e.Snapshot)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+	defer cancel()
+	snap := e.Snapshot
 	e.Snapshot = ""
+	if err := e.rt.RemoveSnapshot(ctx, snap); err != nil {
+		return fmt.Errorf("remove snapshot %s of task %s: %w", snap, e.Task.ID, err)
+	}
+	return nil
+}
+
+// closeSandbox closes sb within a minute, even when ctx has ended.
+func closeSandbox(ctx context.Context, sb sandbox.Sandbox) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+	defer cancel()
+	return sb.Close(ctx)
 }
 
 // ApplySolution copies the task's solution/ into the machine and runs

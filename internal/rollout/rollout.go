@@ -215,7 +215,7 @@ func (r *runner) runJob(ctx context.Context, j job) error {
 		traj = r.episode(ctx, j, env, envErr)
 	}
 	r.done(ctx, j.t)
-	if traj == nil || ctx.Err() != nil {
+	if traj == nil { // cut short by ctx; a graded one is kept even then
 		r.report(func(p *Progress) { p.Running-- })
 		return nil
 	}
@@ -278,8 +278,15 @@ func (r *runner) done(ctx context.Context, t *task.Task) {
 	if last && e.ready != nil {
 		<-e.ready
 		if e.env != nil {
-			e.env.Release(context.WithoutCancel(ctx))
+			r.release(ctx, e.env)
 		}
+	}
+}
+
+// release removes a task's snapshot, even when ctx has ended.
+func (r *runner) release(ctx context.Context, env *Env) {
+	if err := env.Release(ctx); err != nil {
+		r.cfg.Log.Warn("remove task snapshot", "task", env.Task.ID, "err", err)
 	}
 }
 
@@ -293,7 +300,7 @@ func (r *runner) releaseAll(ctx context.Context) {
 		}
 		<-e.ready
 		if e.env != nil {
-			e.env.Release(context.WithoutCancel(ctx))
+			r.release(ctx, e.env)
 		}
 	}
 }
@@ -357,7 +364,7 @@ func (r *runner) attempt(ctx context.Context, j job, env *Env) *trajectory.Traje
 	sb, err := r.cfg.Runtime.Fork(ctx, env.Snapshot, sandboxLabels(t.ID, strconv.Itoa(j.sample)))
 	if ctx.Err() != nil {
 		if err == nil {
-			sb.Close(context.WithoutCancel(ctx))
+			closeSandbox(ctx, sb)
 		}
 		return nil
 	}
@@ -365,9 +372,7 @@ func (r *runner) attempt(ctx context.Context, j job, env *Env) *trajectory.Traje
 		return infraTrajectory(t, j.sample, fmt.Errorf("fork the task's snapshot: %w", err))
 	}
 	defer func() {
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
-		defer cancel()
-		if err := sb.Close(cctx); err != nil {
+		if err := closeSandbox(ctx, sb); err != nil {
 			r.cfg.Log.Warn("close sandbox", "id", sb.ID(), "err", err)
 		}
 	}()

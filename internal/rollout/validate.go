@@ -44,14 +44,18 @@ func Validate(ctx context.Context, s Setup, t *task.Task) *Verdict {
 		v.Err = err
 		return v
 	}
-	defer env.Release(context.WithoutCancel(ctx))
+	defer func() {
+		if err := env.Release(ctx); err != nil && v.Err == nil {
+			v.Err = err
+		}
+	}()
 	v.Prepared = env.Prepared
 	grade := func(solve bool) (*reward.Result, error) {
 		sb, err := s.Runtime.Fork(ctx, env.Snapshot, sandboxLabels(t.ID, "validate"))
 		if err != nil {
 			return nil, fmt.Errorf("fork: %w", err)
 		}
-		defer sb.Close(context.WithoutCancel(ctx))
+		defer closeSandbox(ctx, sb)
 		if solve {
 			if err := ApplySolution(ctx, sb, t, env.Workspace); err != nil {
 				return nil, err

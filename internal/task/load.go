@@ -385,6 +385,16 @@ func (t *Task) checkFiles(file string) error {
 	}
 	if t.Repo.Dir != "" {
 		inDir("repo.dir", t.Repo.Dir, true)
+		// The repository enters the machine whole: it must not hold the
+		// task's own hidden tests, solution or task.yaml.
+		repo := filepath.Clean(filepath.Join(t.Dir, t.Repo.Dir))
+		for _, private := range []string{TestsDir, SolutionDir, FileName} {
+			p := filepath.Join(t.Dir, private)
+			if rel, err := filepath.Rel(repo, p); err == nil && !strings.HasPrefix(rel, "..") {
+				errs = append(errs, &FieldError{File: file, Line: 1, Field: "repo.dir", Problem: fmt.Sprintf("%q holds the task's %s, which must stay out of the machine; put the repository in its own directory (repo/)", t.Repo.Dir, private)})
+				break
+			}
+		}
 	}
 	if t.Repo.Archive != "" {
 		inDir("repo.archive", t.Repo.Archive, false)

@@ -255,8 +255,9 @@ func CopyTree(src, dst string) error {
 	})
 }
 
-// unpack extracts a tar archive, gzip-compressed or not, refusing entries
-// that would land outside dst.
+// unpack extracts a tar archive, gzip-compressed or not, into dst. Every
+// write goes through an os.Root at dst, so no entry, and no chain of
+// symlinks the archive makes, can reach outside it.
 func unpack(file, dst string) error {
 	f, err := os.Open(file)
 	if err != nil {
@@ -276,6 +277,11 @@ func unpack(file, dst string) error {
 	} else {
 		f.Seek(0, io.SeekStart)
 	}
+	root, err := os.OpenRoot(dst)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
 	tr := tar.NewReader(r)
 	for {
 		hdr, err := tr.Next()
@@ -289,39 +295,39 @@ func unpack(file, dst string) error {
 		if name == "" {
 			continue
 		}
-		to := filepath.Join(dst, filepath.FromSlash(name))
-		switch hdr.Typeflag {
-		case tar.TypeDir:
-			if err := os.MkdirAll(to, 0o755); err != nil {
-				return err
-			}
-		case tar.TypeReg:
-			if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
-				return err
-			}
-			out, err := os.OpenFile(to, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, fs.FileMode(hdr.Mode).Perm()|0o600)
-			if err != nil {
-				return err
-			}
-			_, err = io.Copy(out, tr)
-			if cerr := out.Close(); err == nil {
-				err = cerr
-			}
-			if err != nil {
-				return err
-			}
-		case tar.TypeSymlink:
-			if path.IsAbs(hdr.Linkname) || strings.HasPrefix(path.Clean(path.Join(path.Dir(name), hdr.Linkname)), "..") {
-				return fmt.Errorf("entry %s links outside the tree (%s)", hdr.Name, hdr.Linkname)
-			}
-			if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
-				return err
-			}
-			if err := os.Symlink(hdr.Linkname, to); err != nil {
-				return err
-			}
+		if err := unpackEntry(root, tr, hdr, name); err != nil {
+			return fmt.Errorf("entry %s: %w", hdr.Name, err)
 		}
 	}
+}
+
+func unpackEntry(root *os.Root, tr *tar.Reader, hdr *tar.Header, name string) error {
+	switch hdr.Typeflag {
+	case tar.TypeDir:
+		return root.MkdirAll(name, 0o755)
+	case tar.TypeReg:
+		if err := root.MkdirAll(path.Dir(name), 0o755); err != nil {
+			return err
+		}
+		out, err := root.OpenFile(name, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, fs.FileMode(hdr.Mode).Perm()|0o600)
+		if err != nil {
+			return err
+		}
+		_, err = io.Copy(out, tr)
+		if cerr := out.Close(); err == nil {
+			err = cerr
+		}
+		return err
+	case tar.TypeSymlink:
+		if path.IsAbs(hdr.Linkname) || strings.HasPrefix(path.Clean(path.Join(path.Dir(name), hdr.Linkname)), "..") {
+			return fmt.Errorf("links outside the tree (%s)", hdr.Linkname)
+		}
+		if err := root.MkdirAll(path.Dir(name), 0o755); err != nil {
+			return err
+		}
+		return root.Symlink(hdr.Linkname, name)
+	}
+	return nil // hard links, devices, fifos: not part of a source tree
 }
 
 // hoistSingleDir moves the contents of dir's only entry up into dir when

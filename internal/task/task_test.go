@@ -344,3 +344,34 @@ func TestMaterializeGitAndArchive(t *testing.T) {
 		t.Fatalf("empty tree: %q %v", repo, err)
 	}
 }
+
+func TestArchiveCannotEscape(t *testing.T) {
+	needGit(t)
+	dir := t.TempDir()
+	arch := filepath.Join(dir, "evil.tar")
+	f, _ := os.Create(arch)
+	tw := tar.NewWriter(f)
+	tw.WriteHeader(&tar.Header{Name: "a", Typeflag: tar.TypeSymlink, Linkname: "."})
+	tw.WriteHeader(&tar.Header{Name: "a/b", Typeflag: tar.TypeSymlink, Linkname: ".."})
+	tw.WriteHeader(&tar.Header{Name: "a/b/ESCAPED", Mode: 0o644, Size: 2, Typeflag: tar.TypeReg})
+	tw.Write([]byte("x\n"))
+	tw.Close()
+	f.Close()
+	cache := t.TempDir()
+	tk := &Task{ID: "evil", Dir: dir, Repo: Repo{Archive: "evil.tar"}}
+	_, err := Materialize(t.Context(), tk, cache, author)
+	if err == nil {
+		t.Error("an archive that links its way out was unpacked")
+	}
+	matches, _ := filepath.Glob(filepath.Join(filepath.Dir(cache), "*", "ESCAPED"))
+	if m2, _ := filepath.Glob(filepath.Join(cache, "ESCAPED")); len(matches)+len(m2) > 0 {
+		t.Fatalf("a file escaped the extraction directory: %v %v", matches, m2)
+	}
+}
+
+func TestRepoDirMustNotHoldTheTask(t *testing.T) {
+	dir := writeTask(t, t.TempDir(), strings.Replace(goodYAML, "dir: repo", "dir: .", 1))
+	if _, err := Load(dir); err == nil || !strings.Contains(err.Error(), `field "repo.dir": "." holds the task's`) {
+		t.Fatalf("repo.dir: . loaded: %v", err)
+	}
+}
