@@ -32,4 +32,12 @@ func (r *Regexp) FindAllString(s string, n int) []string { return r.get().FindAl
 func (r *Regexp) ReplaceAllString(src, repl string) string {
 	return r.get().ReplaceAllString(src, repl)
 }
+func (r *Regexp) Match(b []byte) bool            { return r.get().Match(b) }
+func (r *Regexp) FindSubmatch(b []byte) [][]byte { return r.get().FindSubmatch(b) }
+func (r *Regexp) FindAllSubmatch(b []byte, n int) [][][]byte {
+	return r.get().FindAllSubmatch(b, n)
+}
+func (r *Regexp) FindAllStringSubmatch(s string, n int) [][]string {
+	return r.get().FindAllStringSubmatch(s, n)
+}
 func (r *Regexp) String() string { return r.pattern }

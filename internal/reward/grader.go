@@ -8,7 +8,6 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"syscall"
@@ -18,6 +17,8 @@ import (
 
 	"github.com/verisim/verisim/internal/sandbox"
 	"github.com/verisim/verisim/internal/task"
+
+	"github.com/verisim/verisim/internal/lazyregexp"
 )
 
 // File is a file the grader carries into the machine: a hidden test, or the
@@ -107,6 +108,12 @@ type Grader struct {
 	Env []string
 }
 
+// runnerConfig are the files, per format, through which a test runner
+// loads code before the tests: always protected.
+var runnerConfig = map[string][]string{
+	task.FormatPytest: {"**/conftest.py", "pytest.ini"},
+}
+
 // systemPath holds only directories a machine's user cannot write: the
 // grade must run the toolchain, not a script the agent left in ~/.local/bin
 // under the same name.
@@ -162,6 +169,11 @@ func NewGrader(g task.Grade, testsDir, repoDir string) (*Grader, error) {
 	if len(g.Protect) > 0 && repoDir == "" {
 		// Without the originals every protected file would look added.
 		return nil, errors.New("grade: protect needs the repository's tree")
+	}
+	if repoDir != "" {
+		// The runner's own configuration is part of the grade: a conftest.py
+		// hook can report every test passed.
+		g.Protect = append(slices.Clone(g.Protect), runnerConfig[g.Format]...)
 	}
 	gr := &Grader{grade: g, repoDir: repoDir}
 	if gr.protect, err = newProtectSet(g.Protect, nil); err != nil {
@@ -345,8 +357,8 @@ func readRepoFile(repoDir, rel string) (File, bool, error) {
 }
 
 var (
-	goTestFuncRE = regexp.MustCompile(`(?m)^func[ \t]+(Test\w*)[ \t]*\([ \t]*\w+[ \t]+\*testing\.T[ \t]*\)`)
-	pyTestFuncRE = regexp.MustCompile(`(?m)^[ \t]{0,4}(?:async[ \t]+)?def[ \t]+(test\w*)[ \t]*\(`)
+	goTestFuncRE = lazyregexp.New(`(?m)^func[ \t]+(Test\w*)[ \t]*\([ \t]*\w+[ \t]+\*testing\.T[ \t]*\)`)
+	pyTestFuncRE = lazyregexp.New(`(?m)^[ \t]{0,4}(?:async[ \t]+)?def[ \t]+(test\w*)[ \t]*\(`)
 )
 
 // expectedTests are the tests the hidden test files define, named as

@@ -484,3 +484,19 @@ func mustDo(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
+
+func TestRunnerConfigProtected(t *testing.T) {
+	repo := t.TempDir()
+	os.WriteFile(filepath.Join(repo, "conftest.py"), []byte("# fixtures\n"), 0o644)
+	g, err := NewGrader(task.Grade{Command: "pytest -rA", Format: task.FormatPytest, Protect: []string{"tests/**"}}, "", repo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	globs, _ := g.ProtectedPaths()
+	if !slices.Contains(globs, "**/conftest.py") || !slices.Contains(globs, "tests/**") {
+		t.Fatalf("protected globs %v lack the runner's configuration", globs)
+	}
+	if _, ok := g.originals["conftest.py"]; !ok {
+		t.Fatal("the original conftest.py is not kept for restoring")
+	}
+}

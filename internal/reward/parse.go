@@ -2,11 +2,12 @@ package reward
 
 import (
 	"fmt"
-	"regexp"
 	"strconv"
 	"strings"
 
 	"github.com/verisim/verisim/internal/task"
+
+	"github.com/verisim/verisim/internal/lazyregexp"
 )
 
 // TestResult is one test as the grade command's output reported it.
@@ -98,8 +99,8 @@ type goParser struct {
 }
 
 var (
-	goResultRE = regexp.MustCompile(`^--- (PASS|FAIL|SKIP): (\S+)`)
-	goBrokenRE = regexp.MustCompile(`^FAIL\s+(\S+)\s+\[(build failed|setup failed)\]`)
+	goResultRE = lazyregexp.New(`^--- (PASS|FAIL|SKIP): (\S+)`)
+	goBrokenRE = lazyregexp.New(`^FAIL\s+(\S+)\s+\[(build failed|setup failed)\]`)
 )
 
 func (p *goParser) line(s string) {
@@ -141,9 +142,9 @@ type unittestParser struct {
 }
 
 var (
-	utHeaderRE  = regexp.MustCompile(`^(\w+) \(([\w.]+)\)(.*)$`)
-	utSubtestRE = regexp.MustCompile(`^\s+\w+ \([\w.]+\) \(.*\) \.\.\. (.*)$`)
-	utSectionRE = regexp.MustCompile(`^(FAIL|ERROR|UNEXPECTED SUCCESS): (\w+) \(([\w.]+)\)`)
+	utHeaderRE  = lazyregexp.New(`^(\w+) \(([\w.]+)\)(.*)$`)
+	utSubtestRE = lazyregexp.New(`^\s+\w+ \([\w.]+\) \(.*\) \.\.\. (.*)$`)
+	utSectionRE = lazyregexp.New(`^(FAIL|ERROR|UNEXPECTED SUCCESS): (\w+) \(([\w.]+)\)`)
 )
 
 func utID(method, id string) string {
@@ -250,8 +251,8 @@ func (p *unittestParser) results() []TestResult {
 type pytestParser struct{ t tally }
 
 var (
-	pytestSummaryRE = regexp.MustCompile(`^(PASSED|FAILED|ERROR|XFAIL|XPASS|SKIPPED) (\S+)`)
-	pytestVerboseRE = regexp.MustCompile(`^(\S+::\S+) (PASSED|FAILED|ERROR|XFAIL|XPASS|SKIPPED)\b`)
+	pytestSummaryRE = lazyregexp.New(`^(PASSED|FAILED|ERROR|XFAIL|XPASS|SKIPPED) (\S+)`)
+	pytestVerboseRE = lazyregexp.New(`^(\S+::\S+) (PASSED|FAILED|ERROR|XFAIL|XPASS|SKIPPED)\b`)
 )
 
 func (p *pytestParser) line(s string) {
@@ -290,8 +291,8 @@ type tapParser struct {
 const maxTAPPlan = 100_000
 
 var (
-	tapTestRE = regexp.MustCompile(`^(not ok|ok)\b[ \t]*(\d+)?[ \t]*(?:-[ \t]*)?([^#]*?)[ \t]*(?:#[ \t]*(.*))?$`)
-	tapPlanRE = regexp.MustCompile(`^1\.\.(\d+)`)
+	tapTestRE = lazyregexp.New(`^(not ok|ok)\b[ \t]*(\d+)?[ \t]*(?:-[ \t]*)?([^#]*?)[ \t]*(?:#[ \t]*(.*))?$`)
+	tapPlanRE = lazyregexp.New(`^1\.\.(\d+)`)
 )
 
 func (p *tapParser) line(s string) {

@@ -12,12 +12,13 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/verisim/verisim/internal/task"
+
+	"github.com/verisim/verisim/internal/lazyregexp"
 )
 
 // mutant is one small change to one expression.
@@ -350,9 +351,9 @@ func (m *module) tryMutant(ctx context.Context, mu *mutant, id string, seed int6
 
 var (
 	// t.Errorf and friends: "    flag_test.go:123: message".
-	testLogRE = regexp.MustCompile(`^\s+[\w.-]+_test\.go:\d+: (.+)$`)
+	testLogRE = lazyregexp.New(`^\s+[\w.-]+_test\.go:\d+: (.+)$`)
 	// A runtime panic (not the test binary's own timeout).
-	panicRE = regexp.MustCompile(`^panic: (.+?)( \[recovered[^\]]*\])?$`)
+	panicRE = lazyregexp.New(`^panic: (.+?)( \[recovered[^\]]*\])?$`)
 )
 
 // failureMessage is the first thing a failing test said: its first log

@@ -12,13 +12,14 @@ import (
 	"hash/fnv"
 	"math/rand/v2"
 	"path"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
 	"unicode"
 
 	"github.com/verisim/verisim/internal/task"
+
+	"github.com/verisim/verisim/internal/lazyregexp"
 )
 
 // minStatements is how much code a deleted function must hold to make a
@@ -581,7 +582,7 @@ func docClause(name, doc string) string {
 	return "it should " + clause
 }
 
-var docLinkRE = regexp.MustCompile(`\[(\*?[A-Za-z_][\w.]*)\]`)
+var docLinkRE = lazyregexp.New(`\[(\*?[A-Za-z_][\w.]*)\]`)
 
 // baseForm turns a third-person verb into its base form: returns → return,
 // applies → apply, matches → match, is → be, has → have. Anything else is

@@ -7,10 +7,11 @@ import (
 	"go/parser"
 	"go/token"
 	"path"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/verisim/verisim/internal/lazyregexp"
 )
 
 // Source is edited as text, by byte ranges found with go/parser, rather
@@ -80,8 +81,8 @@ func qualifiers(f *ast.File) map[string]bool {
 	return used
 }
 
-var versionElemRE = regexp.MustCompile(`^v[0-9]+$`)
-var dotVersionRE = regexp.MustCompile(`\.v[0-9]+$`)
+var versionElemRE = lazyregexp.New(`^v[0-9]+$`)
+var dotVersionRE = lazyregexp.New(`\.v[0-9]+$`)
 
 // importName is the name an import binds: its explicit name, else a guess
 // from the path (gopkg.in/yaml.v3 → yaml, example.com/x/v2 → x,
@@ -177,7 +178,7 @@ func gofmtLike(orig, edited []byte) ([]byte, error) {
 
 // generatedFileRE is the marker of generated Go files
 // (https://go.dev/s/generatedcode); they are not code a developer edits.
-var generatedFileRE = regexp.MustCompile(`(?m)^// Code generated .* DO NOT EDIT\.$`)
+var generatedFileRE = lazyregexp.New(`(?m)^// Code generated .* DO NOT EDIT\.$`)
 
 func isGenerated(src []byte) bool { return generatedFileRE.Match(src) }
 

@@ -14,10 +14,11 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/verisim/verisim/internal/lazyregexp"
 )
 
 // Options tune a generator run.
@@ -218,7 +219,7 @@ func (m *module) importPath(dir string) string {
 	return m.path + "/" + dir
 }
 
-var moduleLineRE = regexp.MustCompile(`(?m)^\s*module\s+"?([^\s"/]+[^\s"]*)"?\s*(//.*)?$`)
+var moduleLineRE = lazyregexp.New(`(?m)^\s*module\s+"?([^\s"/]+[^\s"]*)"?\s*(//.*)?$`)
 
 func modulePath(gomod []byte) string {
 	if m := moduleLineRE.FindSubmatch(gomod); m != nil {
@@ -227,7 +228,7 @@ func modulePath(gomod []byte) string {
 	return ""
 }
 
-var majorRE = regexp.MustCompile(`^v[0-9]+$`)
+var majorRE = lazyregexp.New(`^v[0-9]+$`)
 
 // shortName is the last element of a module path that is not a major
 // version suffix: github.com/spf13/pflag and example.com/x/v2 give pflag
