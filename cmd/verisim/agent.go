@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -46,9 +47,12 @@ each shell command it wants to run ("run: CMD? [y/N]"); --yes runs them
 without asking. Without a terminal on stdin and without --yes, commands are
 refused. File edits are not asked about.
 
---sandbox runs the agent in a fresh sandbox instead, on a clone of the git
-checkout --dir: commands run without asking, your directory is not touched,
-the changes stay in the sandbox, and the diff is printed at the end.
+--sandbox runs the agent in a fresh sandbox instead, over a copy-on-write
+view of the git checkout --dir: the agent sees your directory as it is,
+uncommitted work included, commands run without asking, everything it
+changes stays in the sandbox (your directory is not touched), and the diff of
+what it changed is printed at the end. The sandbox's user takes the uid of
+the directory's owner (a directory owned by root is refused).
 
 Progress goes to stderr, the agent's final answer (and, with --sandbox, the
 diff) to stdout. The API key is read from the environment variable that
@@ -74,7 +78,7 @@ normally, 1 when the model's output could not be used, 124 past --timeout,
 	o.model.register(f)
 	f.StringVar(&o.dir, "dir", ".", "directory to work on (with --sandbox: a git checkout, cloned into the sandbox)")
 	f.BoolVarP(&o.yes, "yes", "y", false, "run the agent's commands without asking")
-	f.BoolVar(&o.sandbox, "sandbox", false, "work in a fresh sandbox on a clone of --dir; changes stay there and the diff is printed")
+	f.BoolVar(&o.sandbox, "sandbox", false, "work in a fresh sandbox over a copy-on-write view of --dir; changes stay there and the diff is printed")
 	f.IntVar(&o.maxTurns, "max-turns", harness.DefaultMaxTurns, "most model calls in the episode")
 	f.DurationVar(&o.timeout, "timeout", 0, "stop the episode after this long (0 = never)")
 	f.StringVar(&o.trajectory, "trajectory", "", "append the episode's trajectory to this JSONL file")
@@ -101,8 +105,12 @@ func (a *app) runAgent(cmd *cobra.Command, o *agentOpts, instruction string) err
 		sb   sandbox.Sandbox
 		meta trajectory.Sandbox
 	)
+	var baseline string
 	if o.sandbox {
-		m := machineFlags{cmd: cmd, image: "host", repo: o.dir, limits: defaultLimits}
+		if _, err := os.Stat(filepath.Join(o.dir, ".git")); err != nil {
+			return usageErr("--sandbox shows the agent's changes as a git diff: --dir %s is not a git checkout", o.dir)
+		}
+		m := machineFlags{cmd: cmd, image: "host", view: o.dir, limits: defaultLimits}
 		var rt sandbox.Runtime
 		var spec sandbox.Spec
 		sb, rt, spec, err = a.newSandbox(ctx, &m)
@@ -112,6 +120,9 @@ func (a *app) runAgent(cmd *cobra.Command, o *agentOpts, instruction string) err
 		defer sb.Close(context.WithoutCancel(ctx))
 		ws = harness.SandboxWorkspace(sb, spec.Dir)
 		meta = trajectory.Sandbox{Backend: rt.Name(), Image: m.image, ID: sb.ID()}
+		if baseline, err = workTree(ctx, sb, spec.Dir); err != nil {
+			return withCode(exitFailure, err)
+		}
 	} else {
 		dws, err := harness.DirWorkspace(o.dir)
 		if err != nil {
@@ -142,7 +153,7 @@ func (a *app) runAgent(cmd *cobra.Command, o *agentOpts, instruction string) err
 		fmt.Fprintf(os.Stderr, "verisim: the agent stopped (%s) before it answered\n", traj.Metadata[harness.MetaStop])
 	}
 	if sb != nil {
-		return printChanges(ctx, sb, ws.Root())
+		return printChanges(ctx, sb, ws.Root(), baseline)
 	}
 	return nil
 }
@@ -335,18 +346,48 @@ func appendTrajectory(path string, t *trajectory.Trajectory) error {
 // printChanges shows on stdout what the agent changed in the sandbox's
 // clone: the diff of tracked files, then the short status, which lists
 // new files too.
-func printChanges(ctx context.Context, sb sandbox.Sandbox, dir string) error {
+func printChanges(ctx context.Context, sb sandbox.Sandbox, dir, baseline string) error {
+	after, err := workTree(ctx, sb, dir)
+	if err != nil {
+		return withCode(exitFailure, err)
+	}
 	for _, args := range [][]string{
-		{"git", "--no-pager", "diff"},
-		{"git", "status", "--short"},
+		{"git", "--no-pager", "diff", "--stat", baseline, after},
+		{"git", "--no-pager", "diff", baseline, after},
 	} {
 		st, err := sb.Run(ctx, sandbox.Cmd{Args: args, Dir: dir, Stdout: os.Stdout, Stderr: os.Stderr, Timeout: time.Minute})
 		if err != nil {
-			return withCode(exitFailure, fmt.Errorf("show changes: %s: %w", strings.Join(args, " "), err))
+			return withCode(exitFailure, fmt.Errorf("show changes: %s: %w", strings.Join(args[:3], " "), err))
 		}
 		if st.Code != 0 {
-			return withCode(exitFailure, fmt.Errorf("show changes: %s exited %d", strings.Join(args, " "), st.Code))
+			return withCode(exitFailure, fmt.Errorf("show changes: %s exited %d", strings.Join(args[:3], " "), st.Code))
 		}
 	}
 	return nil
+}
+
+// workTree records the whole working tree of the checkout at dir in the
+// sandbox (untracked files included, ignored ones not) as a git tree and
+// returns its id. A separate index leaves the checkout's own index, refs
+// and history as they were: the agent sees the user's checkout, and the
+// diff between two such trees is exactly what changed in between,
+// uncommitted work the user had before included in neither.
+func workTree(ctx context.Context, sb sandbox.Sandbox, dir string) (string, error) {
+	var out, errb strings.Builder
+	st, err := sb.Run(ctx, sandbox.Cmd{
+		Args: []string{"/bin/sh", "-c", `set -e
+idx=$(mktemp)
+trap 'rm -f "$idx"' EXIT
+if [ -f "$(git rev-parse --git-dir)/index" ]; then cp "$(git rev-parse --git-dir)/index" "$idx"; else rm -f "$idx"; fi
+GIT_INDEX_FILE=$idx git add -A
+GIT_INDEX_FILE=$idx git write-tree`},
+		Dir: dir, Stdout: &out, Stderr: &errb, Timeout: 5 * time.Minute,
+	})
+	if err != nil {
+		return "", fmt.Errorf("record the working tree: %w", err)
+	}
+	if st.Code != 0 {
+		return "", fmt.Errorf("record the working tree: exit %d: %s", st.Code, strings.TrimSpace(errb.String()))
+	}
+	return strings.TrimSpace(out.String()), nil
 }

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -223,17 +224,44 @@ func TestAgentErrors(t *testing.T) {
 func TestAgentSandbox(t *testing.T) {
 	c := newCLI(t)
 	repo := gitRepo(t)
+	// Uncommitted work of the user's: the agent sees it, the diff leaves it
+	// out, and it is still there afterwards.
+	os.WriteFile(filepath.Join(repo, "notes.txt"), []byte("wip: remember the edge case\n"), 0o644)
+	// The checkout is a user's, as on a developer's machine.
+	if out, err := exec.Command("chown", "-R", "1000:1000", repo).CombinedOutput(); err != nil {
+		t.Fatalf("chown: %v %s", err, out)
+	}
 	m := newScriptedModel(t,
+		reply{calls: [][2]string{{"read_file", `{"path": "notes.txt"}`}}},
 		reply{calls: [][2]string{{"edit_file", `{"path": "README.md", "old_string": "# demo", "new_string": "# demo, edited"}`}}},
+		reply{calls: [][2]string{{"run_terminal_cmd", `{"command": "echo more >> notes.txt && touch made-by-agent.txt"}`}}},
 		reply{content: "Edited the README."},
 	)
 	r := c.do("", "agent", "--model", m.url, "--model-name", "scripted", "--sandbox", "--dir", repo, "edit the readme")
 	if r.code != 0 || !strings.HasPrefix(r.stdout, "Edited the README.\n") || !strings.Contains(r.stdout, "+# demo, edited\n") ||
-		!strings.Contains(r.stdout, " M README.md\n") || !strings.Contains(r.stderr, "→ edit_file README.md") {
+		!strings.Contains(r.stdout, "+more\n") || !strings.Contains(r.stdout, "made-by-agent.txt") ||
+		strings.Contains(r.stdout, "+wip: remember") || !strings.Contains(r.stderr, "→ edit_file README.md") {
 		t.Fatalf("code %d out %q err %q", r.code, r.stdout, r.stderr)
 	}
-	if got, _ := os.ReadFile(filepath.Join(repo, "README.md")); string(got) != "# demo\n" {
-		t.Errorf("the checkout changed: %q", got)
+	if obs := m.observations(); len(obs) == 0 {
+		t.Fatal("no observations reached the model")
+	}
+	for name, want := range map[string]string{"README.md": "# demo\n", "notes.txt": "wip: remember the edge case\n"} {
+		if got, _ := os.ReadFile(filepath.Join(repo, name)); string(got) != want {
+			t.Errorf("the checkout's %s changed: %q", name, got)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(repo, "made-by-agent.txt")); err == nil {
+		t.Error("a file the agent made appeared in the checkout")
+	}
+	if out, _ := exec.Command("git", "-c", "safe.directory=*", "-C", repo, "status", "--porcelain").Output(); string(out) != "?? notes.txt\n" {
+		t.Errorf("the checkout's git state changed: %q", out)
+	}
+	// A directory owned by root cannot be the user's.
+	rootRepo := gitRepo(t)
+	r = c.do("", "agent", "--model", m.url, "--model-name", "scripted", "--sandbox", "--dir", rootRepo, "edit the readme")
+	if r.code != exitRepo || !strings.Contains(r.stderr, "belongs to root") {
+		t.Errorf("root-owned checkout: exit %d, %s", r.code, r.stderr)
 	}
 	c.assertClean()
 }

@@ -120,6 +120,7 @@ type machineFlags struct {
 	image   string
 	persona string
 	repo    string
+	view    string // a host directory shown copy-on-write as the workspace
 	limits  string
 	keep    bool
 }
@@ -169,7 +170,7 @@ func (a *app) spec(ctx context.Context, m *machineFlags) (sandbox.Spec, error) {
 		return sandbox.Spec{}, withCode(exitImage, err)
 	}
 	b := machine.NewBuilder(filepath.Join(a.cfg.StateDir, "layers"))
-	spec, err := b.Spec(ctx, machine.Machine{Image: img, Persona: p, Repo: m.repo, Limits: lim, Keep: m.keep})
+	spec, err := b.Spec(ctx, machine.Machine{Image: img, Persona: p, Repo: m.repo, View: m.view, Limits: lim, Keep: m.keep})
 	if errors.Is(err, machine.ErrRepo) {
 		return spec, withCode(exitRepo, err)
 	}

@@ -56,9 +56,16 @@ type Machine struct {
 	// Repo is a git checkout on the host to clone into the persona's
 	// workspace; "" for none.
 	Repo string
-	// RepoName is the workspace directory's name (default: Repo's base
-	// name).
+	// RepoName is the workspace directory's name (default: Repo's or
+	// View's base name).
 	RepoName string
+	// View is a host directory shown copy-on-write as the persona's
+	// workspace, instead of a clone: the machine sees it as it is,
+	// uncommitted changes included, and what it changes stays in the
+	// machine. The persona's user takes the directory owner's uid and gid,
+	// so that the files are the user's own, as on a developer's machine; a
+	// directory owned by root is refused. Not with Repo.
+	View string
 	// WarmGoCache gives the user a Go build cache already holding the
 	// compiled standard library, as a developer's machine has, when the
 	// image's Go toolchain is the host's (see goCacheLayer). The first
@@ -81,6 +88,16 @@ func (b *Builder) Spec(ctx context.Context, m Machine) (_ sandbox.Spec, retErr e
 	if m.Image == nil {
 		return sandbox.Spec{}, fmt.Errorf("machine has no image")
 	}
+	var view sandbox.View
+	if m.View != "" {
+		if m.Repo != "" {
+			return sandbox.Spec{}, errors.New("a machine has a repository or a view, not both")
+		}
+		var err error
+		if view, p, err = viewOf(m.View, m.RepoName, p); err != nil {
+			return sandbox.Spec{}, err
+		}
+	}
 	pl, err := b.personaLayer(m.Image, p)
 	if err != nil {
 		return sandbox.Spec{}, err
@@ -102,6 +119,10 @@ func (b *Builder) Spec(ctx context.Context, m Machine) (_ sandbox.Spec, retErr e
 		Dir:      p.Home,
 		Limits:   m.Limits,
 		Keep:     m.Keep,
+	}
+	if view.Source != "" {
+		spec.Views = []sandbox.View{view}
+		spec.Dir = view.Target
 	}
 	if m.WarmGoCache {
 		gl, err := b.goCacheLayer(ctx, m.Image, p, pl)
@@ -135,6 +156,39 @@ func (b *Builder) Spec(ctx context.Context, m Machine) (_ sandbox.Spec, retErr e
 		spec.Dir = dir
 	}
 	return spec, nil
+}
+
+// viewOf resolves a view of the host directory dir as p's workspace, and
+// the persona as the directory's owner.
+func viewOf(dir, name string, p *persona.Persona) (sandbox.View, *persona.Persona, error) {
+	src, err := filepath.Abs(dir)
+	if err != nil {
+		return sandbox.View{}, nil, err
+	}
+	fi, err := os.Stat(src)
+	switch {
+	case err != nil:
+		return sandbox.View{}, nil, fmt.Errorf("%w: %v", ErrRepo, err)
+	case !fi.IsDir():
+		return sandbox.View{}, nil, fmt.Errorf("%w: %s is not a directory", ErrRepo, src)
+	}
+	if name == "" {
+		name = filepath.Base(src)
+	}
+	if uid, gid, ok := owner(fi); ok {
+		if uid == 0 {
+			return sandbox.View{}, nil, fmt.Errorf("%w: %s belongs to root, so the machine's user could not change it; use a directory a user owns", ErrRepo, src)
+		}
+		if gid == 0 { // a user's file in root's group: keep the persona's own group
+			gid = int(p.GID)
+		}
+		if uint32(uid) != p.UID || uint32(gid) != p.GID {
+			q := *p
+			q.UID, q.GID = uint32(uid), uint32(gid)
+			p = &q
+		}
+	}
+	return sandbox.View{Source: src, Target: p.Workspace(name)}, p, nil
 }
 
 // personaLayer returns the cached layer for p over img, building it if

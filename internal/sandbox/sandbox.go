@@ -54,6 +54,12 @@ type Spec struct {
 	// Binds are host directories mounted at Target inside the sandbox after
 	// the root filesystem is in place (for example the host's /usr).
 	Binds []Bind `json:"binds,omitempty"`
+	// Views show host directories inside the sandbox copy-on-write: the
+	// sandbox reads Source at Target, and what it changes there lands in its
+	// own writable layer; Source is never written. A sandbox with views
+	// cannot be snapshotted (its views are not part of the snapshot's
+	// layers).
+	Views []View `json:"views,omitempty"`
 	// Hostname of the sandbox ("" keeps a generic "localhost").
 	Hostname string `json:"hostname,omitempty"`
 	// User is the default user commands run as; the zero value is root.
@@ -82,6 +88,12 @@ type Bind struct {
 	Source   string `json:"source"`
 	Target   string `json:"target"`
 	ReadOnly bool   `json:"read_only"`
+}
+
+// View is a host directory shown copy-on-write at Target.
+type View struct {
+	Source string `json:"source"`
+	Target string `json:"target"`
 }
 
 // User is an account inside the sandbox.

@@ -19,6 +19,10 @@ type Config struct {
 	LastPID int `json:"last_pid,omitempty"`
 	// Binds are host paths mounted inside after the root is built.
 	Binds []Bind `json:"binds,omitempty"`
+	// Views are host directories mounted copy-on-write inside: an overlay
+	// at Target over Source (named like Layers), whose upper layer is on the
+	// writable layer's tmpfs.
+	Views []View `json:"views,omitempty"`
 	// Lifeline makes the init exit when descriptor FDLifeline reaches EOF,
 	// that is when the process that created the sandbox is gone.
 	Lifeline bool `json:"lifeline,omitempty"`
@@ -38,6 +42,12 @@ type Session struct {
 	UID   uint32 `json:"uid"`
 	GID   uint32 `json:"gid"`
 	Since int64  `json:"since"` // login time, Unix seconds
+}
+
+// View is a copy-on-write view of a host directory.
+type View struct {
+	Source string `json:"source"`
+	Target string `json:"target"`
 }
 
 // Bind is a host path mounted inside the sandbox.

@@ -76,6 +76,11 @@ func finish(cfg *Config) (upperFD int, err error) {
 	if err != nil {
 		return -1, fmt.Errorf("open writable layer: %w", err)
 	}
+	for i, v := range cfg.Views {
+		if err := mountView(i, v, cfg.Rootless); err != nil {
+			return -1, err
+		}
+	}
 	for _, b := range cfg.Binds {
 		if err := bind(b); err != nil {
 			return -1, err
@@ -118,6 +123,39 @@ func finish(cfg *Config) (upperFD int, err error) {
 		}
 	}
 	return upperFD, nil
+}
+
+// mountView mounts an overlay at the view's target whose only lower layer
+// is the host directory; its upper directory takes the source's owner,
+// mode and times, which the mount's root shows.
+func mountView(i int, v View, rootless bool) error {
+	up := fmt.Sprintf("rw/v%d", i)
+	for _, d := range []string{up, up + "/u", up + "/w"} {
+		if err := unix.Mkdir(d, 0o755); err != nil {
+			return fmt.Errorf("view %s: mkdir %s: %w", v.Target, d, err)
+		}
+	}
+	var st unix.Stat_t
+	if err := unix.Stat(v.Source, &st); err != nil {
+		return fmt.Errorf("view %s: %w", v.Target, err)
+	}
+	if err := unix.Chown(up+"/u", int(st.Uid), int(st.Gid)); err != nil && !rootless {
+		return fmt.Errorf("view %s: %w", v.Target, err)
+	}
+	_ = unix.Chmod(up+"/u", st.Mode&0o7777)
+	_ = unix.UtimesNano(up+"/u", []unix.Timespec{st.Atim, st.Mtim})
+	target := filepath.Join("root", v.Target)
+	if err := os.MkdirAll(target, 0o755); err != nil {
+		return fmt.Errorf("view %s: %w", v.Target, err)
+	}
+	opts := "lowerdir=" + v.Source + ",upperdir=" + up + "/u,workdir=" + up + "/w"
+	if rootless {
+		opts += ",userxattr"
+	}
+	if err := unix.Mount("overlay", target, "overlay", 0, opts); err != nil {
+		return fmt.Errorf("mount view at %s: %w", v.Target, err)
+	}
+	return nil
 }
 
 func bind(b Bind) error {

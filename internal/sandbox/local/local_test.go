@@ -1,7 +1,9 @@
 package local
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -274,4 +276,49 @@ func TestRootlessHelper(t *testing.T) {
 			t.Errorf("create with memory limits: %v", err)
 		}
 	})
+}
+
+// TestView shows a host directory copy-on-write: the sandbox's user reads
+// and changes it, the host directory stays as it was, and a snapshot is
+// refused rather than silently losing the view's changes.
+func TestView(t *testing.T) {
+	rt := testRuntime(t)
+	host := t.TempDir()
+	os.WriteFile(filepath.Join(host, "keep.txt"), []byte("original\n"), 0o644)
+	os.WriteFile(filepath.Join(host, "gone.txt"), []byte("delete me\n"), 0o644)
+	for _, p := range []string{host, filepath.Join(host, "keep.txt"), filepath.Join(host, "gone.txt")} {
+		if err := os.Chown(p, 1000, 1000); err != nil {
+			t.Fatal(err)
+		}
+	}
+	spec := testSpec(t)
+	spec.Views = []sandbox.View{{Source: host, Target: "/home/dev/src/proj"}}
+	spec.Dir = "/home/dev/src/proj"
+	sb, err := rt.Create(t.Context(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sb.Close(context.Background())
+	var out bytes.Buffer
+	st, err := sb.Run(t.Context(), sandbox.Cmd{
+		Args:   []string{"/bin/sh", "-c", `cat keep.txt && echo changed > keep.txt && rm gone.txt && echo new > new.txt && stat -c '%U %a' . && ls && if grep -q "$0" /proc/self/mountinfo; then echo host path shows; else echo; fi`, host},
+		Stdout: &out, Stderr: &out,
+	})
+	if err != nil || st.Code != 0 {
+		t.Fatalf("in the view: %v %+v\n%s", err, st, out.String())
+	}
+	if want := "original\ndev 755\nkeep.txt\nnew.txt\n\n"; out.String() != want {
+		t.Errorf("in the view:\n%s\nwant:\n%s", out.String(), want)
+	}
+	for name, want := range map[string]string{"keep.txt": "original\n", "gone.txt": "delete me\n"} {
+		if b, err := os.ReadFile(filepath.Join(host, name)); err != nil || string(b) != want {
+			t.Errorf("host %s: %q %v, want it untouched", name, b, err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(host, "new.txt")); err == nil {
+		t.Error("a file made in the view appeared on the host")
+	}
+	if _, err := sb.Snapshot(t.Context()); !errors.Is(err, sandbox.ErrUnsupported) {
+		t.Errorf("snapshot of a sandbox with a view: %v, want ErrUnsupported", err)
+	}
 }

@@ -233,6 +233,13 @@ func (r *Runtime) create(ctx context.Context, spec sandbox.Spec) (_ *box, retErr
 			return nil, err
 		}
 	}
+	views := make([]guest.View, len(spec.Views))
+	for i, v := range spec.Views {
+		views[i] = guest.View{Source: "v" + strconv.Itoa(i), Target: v.Target}
+		if err := os.Symlink(v.Source, filepath.Join(ip.dir, views[i].Source)); err != nil {
+			return nil, err
+		}
+	}
 	binds := make([]guest.Bind, len(spec.Binds))
 	for i, b := range spec.Binds {
 		binds[i] = guest.Bind{Source: b.Source, Target: b.Target, ReadOnly: b.ReadOnly}
@@ -242,6 +249,7 @@ func (r *Runtime) create(ctx context.Context, spec sandbox.Spec) (_ *box, retErr
 		DiskBytes:   spec.Limits.DiskBytes,
 		Hostname:    spec.Hostname,
 		Binds:       binds,
+		Views:       views,
 		LastPID:     lastPID(ip.id),
 		Lifeline:    !spec.Keep,
 		NewCgroupNS: !r.rootless,

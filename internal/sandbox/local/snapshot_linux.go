@@ -39,6 +39,9 @@ func (b *box) Snapshot(ctx context.Context) (_ string, retErr error) {
 	if b.isClosed() {
 		return "", sandbox.ErrClosed
 	}
+	if len(b.m.Spec.Views) > 0 {
+		return "", fmt.Errorf("%w: the sandbox shows host directories copy-on-write, and snapshots do not keep those changes", sandbox.ErrUnsupported)
+	}
 	if b.m.Cgroup == nil {
 		// Without a freezer (no cgroups without root) the copy would run
 		// while the sandbox's processes can swap files for symlinks to the

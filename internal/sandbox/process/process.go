@@ -70,6 +70,10 @@ func newID() string {
 
 // Create implements sandbox.Runtime.
 func (r *Runtime) Create(ctx context.Context, spec sandbox.Spec) (sandbox.Sandbox, error) {
+	if len(spec.Views) > 0 {
+		removeAll(spec.OwnedLayers)
+		return nil, fmt.Errorf("%w: copy-on-write views of host directories need the local backend", sandbox.ErrUnsupported)
+	}
 	id := newID()
 	root := filepath.Join(r.dir, "sandboxes", id)
 	if err := os.MkdirAll(filepath.Join(root, "home"), 0o700); err != nil {
