@@ -40,6 +40,8 @@ type rolloutOpts struct {
 	maxTurns       int
 	temperature    float64
 	penalties      []string
+	lengthPen      float64
+	freeTurns      int
 	ks             []int
 }
 
@@ -58,6 +60,8 @@ func (o *rolloutOpts) register(c *cobra.Command, samples int) {
 	f.IntVar(&o.maxTurns, "max-turns", harness.DefaultMaxTurns, "most model calls per episode")
 	f.Float64Var(&o.temperature, "temperature", 1, "sampling temperature (negative: the server's default)")
 	f.StringSliceVar(&o.penalties, "penalty", nil, "reward penalty per flag, NAME=VALUE (e.g. test_tampering=1)")
+	f.Float64Var(&o.lengthPen, "length-penalty", 0, "reward penalty per turn beyond --free-turns")
+	f.IntVar(&o.freeTurns, "free-turns", 10, "turns an episode may take before --length-penalty applies")
 }
 
 func (o *rolloutOpts) check() error {
@@ -86,7 +90,10 @@ func (o *rolloutOpts) check() error {
 }
 
 func (o *rolloutOpts) shaping() (reward.Shaping, error) {
-	s := reward.Shaping{FlagPenalty: map[string]float64{}}
+	s := reward.Shaping{FlagPenalty: map[string]float64{}, LengthPenalty: o.lengthPen, FreeTurns: o.freeTurns}
+	if o.lengthPen < 0 || math.IsNaN(o.lengthPen) || math.IsInf(o.lengthPen, 0) || o.freeTurns < 0 {
+		return s, usageErr("--length-penalty and --free-turns must be non-negative")
+	}
 	for _, p := range o.penalties {
 		name, v, ok := strings.Cut(p, "=")
 		f, err := strconv.ParseFloat(v, 64)

@@ -72,6 +72,10 @@ func TestTasksBadInput(t *testing.T) {
 	if r.code != exitUsage || !strings.Contains(r.stderr, "--out DIR is required") {
 		t.Errorf("no --out: exit %d, stderr %q", r.code, r.stderr)
 	}
+	r = runVerisim(t, nil, "rollout", "--model", "http://127.0.0.1:1", "--out", t.TempDir(), "--length-penalty", "-1")
+	if r.code != exitUsage || !strings.Contains(r.stderr, "--length-penalty") {
+		t.Errorf("negative length penalty: exit %d, stderr %q", r.code, r.stderr)
+	}
 	r = runVerisim(t, nil, "eval", "--model", "http://127.0.0.1:1", "--out", t.TempDir(), "--samples", "2", "--k", "3")
 	if r.code != exitUsage || !strings.Contains(r.stderr, "--k 3") {
 		t.Errorf("k > samples: exit %d, stderr %q", r.code, r.stderr)
