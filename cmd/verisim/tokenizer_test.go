@@ -1,0 +1,43 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/verisim/verisim/internal/engine/tokenizer"
+)
+
+func TestTokenizerTrain(t *testing.T) {
+	corpus := t.TempDir()
+	src := "package main\n\nimport \"fmt\"\n\nfunc main() {\n\tfmt.Println(\"hello, world\")\n}\n"
+	for i := range 20 {
+		os.WriteFile(filepath.Join(corpus, strings.Repeat("a", i+1)+".go"), []byte(strings.Repeat(src, i+1)), 0o644)
+	}
+	out := filepath.Join(t.TempDir(), "tokenizer.json")
+	r := runVerisim(t, nil, "tokenizer", "train", "--corpus", corpus, "--vocab", "300", "--out", out)
+	if r.code != 0 || !strings.Contains(r.stderr, "wrote "+out) {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	tok, err := tokenizer.Load(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tok.VocabSize() > 300 || tok.VocabSize() <= 256+len(tokenizer.DefaultSpecial()) {
+		t.Errorf("vocabulary of %d tokens, want more than the bytes and specials and at most 300", tok.VocabSize())
+	}
+	ids := tok.Encode(src)
+	if back, err := tok.DecodeString(ids); err != nil || back != src || len(ids) >= len(src) {
+		t.Errorf("round trip %q (%v) in %d tokens for %d bytes", back, err, len(ids), len(src))
+	}
+	for _, bad := range [][]string{
+		{"tokenizer", "train", "--out", out, "--vocab", "10"},
+		{"tokenizer", "train", "--out", out, "--corpus", filepath.Join(corpus, "missing")},
+		{"tokenizer", "train", "--corpus", corpus},
+	} {
+		if r := runVerisim(t, nil, bad...); r.code != exitUsage {
+			t.Errorf("%v: exit %d, want %d (%s)", bad, r.code, exitUsage, r.stderr)
+		}
+	}
+}
