@@ -1,0 +1,46 @@
+// Package gemm is the float32 matrix multiply behind the CPU inference
+// engine: BLAS-style Sgemm on row-major slices, plus the two shapes a
+// transformer layer needs, MatMulT (C = A·Bᵀ, weights stored [out, in] as in
+// HF checkpoints, the prefill and decode hot path) and MatMul (C = A·B).
+//
+// # Design
+//
+// Three paths share one driver shape (split columns of C across goroutines,
+// block for cache, call a register-blocked micro-kernel):
+//
+//   - A·Bᵀ with both operands' rows running along k needs no packing: 4×4
+//     tiles of dot products, 16 AVX-512 accumulators, masked loads for the
+//     k%16 tail, reduced horizontally once per tile.
+//   - A·Bᵀ with m ≤ 2 (batch-1 decode is m = 1, a GEMV) runs one GEMV per
+//     row of A instead, where a 4×4 tile would waste most of its FMAs: each
+//     16-float chunk of A is loaded once and FMA'd with 8 rows of B (8
+//     accumulators), over all of k in one call, with no per-call packing.
+//     Large weight matrices make this bound by the rate B streams in from
+//     cache or memory, not by the FMA units.
+//   - Every other transpose combination packs op(B) into 32-column and
+//     alpha·op(A) into 8-row micro-panels (kc = 256, mc = 128, nc = 1024) and
+//     runs an 8×32 broadcast-FMA kernel (16 zmm accumulators). Edge tiles go
+//     through a scratch tile, so the kernel never writes outside its range.
+//
+// # Why Go assembly and not GOEXPERIMENT=simd
+//
+// The toolchain does ship simd/archsimd, but only under GOEXPERIMENT=simd,
+// and the project builds and tests without experiments: with archsimd the
+// default build would get only the portable kernel. The micro-kernels are
+// small and fixed, so they are written once in Go assembly
+// (kernel_amd64.s) and picked at run time with golang.org/x/sys/cpu
+// (AVX-512F, which also covers OS support for ZMM state). Other CPUs and
+// architectures, and builds with -tags purego, use pure-Go kernels over the
+// same packing and blocking code, which the tests exercise on every machine.
+//
+// # Promises
+//
+// All functions are safe for concurrent use on distinct outputs. Config is a
+// value: the zero Config splits large products over runtime.GOMAXPROCS(0)
+// goroutines and waits for them before returning; Config{Threads: 1} stays
+// on the caller's goroutine. Each element of C is summed in the same order
+// whatever Threads is, so results are bit-identical across settings. As in
+// BLAS, beta == 0 overwrites C without reading it, and bad dimensions,
+// leading dimensions or short slices panic with a message naming the
+// operand.
+package gemm

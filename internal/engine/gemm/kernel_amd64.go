@@ -1,0 +1,63 @@
+//go:build amd64 && !purego
+
+package gemm
+
+import "golang.org/x/sys/cpu"
+
+// kernelPacked8x32 adds Â·B̂ to the 8×32 tile at c (row stride ldc), where
+// Â holds kc groups of 8 row values and B̂ kc groups of 32 column values.
+//
+//go:noescape
+func kernelPacked8x32(kc int, a, b, c *float32, ldc int)
+
+// kernelDot4x4 sets out[4i+j] to the dot product of a_i and b_j over k.
+//
+//go:noescape
+func kernelDot4x4(k int, a0, a1, a2, a3, b0, b1, b2, b3 *float32, out *[16]float32)
+
+// kernelGemv8 adds alpha·(a·b_j) to c[j] for j < cols (1 ≤ cols ≤ 8,
+// k ≥ 1), where b_j is the k-long row at b + min(j, cols-1)·ldb.
+//
+//go:noescape
+func kernelGemv8(k int, alpha float32, a, b *float32, ldb int, c *float32, cols int)
+
+// fmaPeak runs iters×16 independent register-only 16-lane FMAs.
+//
+//go:noescape
+func fmaPeak(iters int)
+
+// asmKernels returns the AVX-512 kernels when the CPU and OS support them.
+// cpu.X86.HasAVX512F already accounts for the OS saving ZMM state.
+func asmKernels() (kernels, bool) {
+	if !cpu.X86.HasAVX512F {
+		return kernels{}, false
+	}
+	return kernels{name: "avx512", packed: packedAVX512, dot: dotAVX512, gemv: gemvAVX512}, true
+}
+
+func packedAVX512(kc int, a, b, c []float32, ldc int) {
+	// Bounds checks keep the assembly inside the slices it was given.
+	_ = a[kc*mr-1]
+	_ = b[kc*nr-1]
+	_ = c[(mr-1)*ldc+nr-1]
+	kernelPacked8x32(kc, &a[0], &b[0], &c[0], ldc)
+}
+
+func dotAVX512(k int, a, b *[4][]float32, out *[16]float32) {
+	for r := range 4 {
+		_ = a[r][k-1]
+		_ = b[r][k-1]
+	}
+	kernelDot4x4(k, &a[0][0], &a[1][0], &a[2][0], &a[3][0], &b[0][0], &b[1][0], &b[2][0], &b[3][0], out)
+}
+
+func gemvAVX512(k int, alpha float32, a, b []float32, ldb int, c []float32) {
+	cols := len(c)
+	if cols < 1 || cols > gemvCols {
+		panic("gemm: gemv tile width out of range")
+	}
+	// Bounds checks keep the assembly inside the slices it was given.
+	_ = a[k-1]
+	_ = b[(cols-1)*ldb+k-1]
+	kernelGemv8(k, alpha, &a[0], &b[0], ldb, &c[0], cols)
+}

@@ -1,0 +1,61 @@
+package gemm
+
+// portableKernels computes the same tiles as the assembly kernels in plain
+// Go, on the same packed layout, so the blocking logic is shared and tested
+// on every architecture.
+var portableKernels = kernels{name: "portable", packed: packedGo, dot: dotGo, gemv: gemvGo}
+
+func packedGo(kc int, a, b, c []float32, ldc int) {
+	a = a[:kc*mr]
+	b = b[:kc*nr]
+	for i := range mr {
+		var acc [nr]float32
+		for p := range kc {
+			av := a[p*mr+i]
+			bp := b[p*nr : p*nr+nr]
+			for j, bv := range bp {
+				acc[j] += av * bv
+			}
+		}
+		crow := c[i*ldc : i*ldc+nr]
+		for j, v := range acc {
+			crow[j] += v
+		}
+	}
+}
+
+func dotGo(k int, a, b *[4][]float32, out *[16]float32) {
+	for i, ai := range a {
+		ai = ai[:k]
+		for j, bj := range b {
+			bj = bj[:k]
+			var s0, s1 float32
+			p := 0
+			for ; p+1 < k; p += 2 {
+				s0 += ai[p] * bj[p]
+				s1 += ai[p+1] * bj[p+1]
+			}
+			if p < k {
+				s0 += ai[p] * bj[p]
+			}
+			out[i*4+j] = s0 + s1
+		}
+	}
+}
+
+func gemvGo(k int, alpha float32, a, b []float32, ldb int, c []float32) {
+	a = a[:k]
+	for j := range c {
+		bj := b[j*ldb : j*ldb+k]
+		var s0, s1 float32
+		p := 0
+		for ; p+1 < k; p += 2 {
+			s0 += a[p] * bj[p]
+			s1 += a[p+1] * bj[p+1]
+		}
+		if p < k {
+			s0 += a[p] * bj[p]
+		}
+		c[j] += alpha * (s0 + s1)
+	}
+}
