@@ -2,6 +2,8 @@ package local
 
 import (
 	"bufio"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -33,9 +35,23 @@ type cgroupSetup struct {
 	v2ctrl []string
 }
 
+// cgroupParent names the cgroup a runtime's sandboxes nest under after
+// its run directory: runtimes with different run directories (two users of
+// one host, concurrent test binaries) then never take each other's
+// sandboxes for orphans when they collect garbage, which kills what it
+// finds in a cgroup whose sandbox has no run directory.
+func cgroupParent(runDir string) string {
+	abs, err := filepath.Abs(runDir)
+	if err != nil {
+		abs = runDir
+	}
+	sum := sha256.Sum256([]byte(filepath.Clean(abs)))
+	return "verisim-" + hex.EncodeToString(sum[:4])
+}
+
 // detectCgroups reads /proc/self/cgroup and /proc/self/mountinfo. Sandboxes
-// nest under "<our cgroup>/verisim" in every hierarchy used.
-func detectCgroups() (*cgroupSetup, error) {
+// nest under "<our cgroup>/<parent>" in every hierarchy used.
+func detectCgroups(parent string) (*cgroupSetup, error) {
 	own, err := ownCgroups()
 	if err != nil {
 		return nil, err
@@ -59,7 +75,7 @@ func detectCgroups() (*cgroupSetup, error) {
 			}
 		}
 		if len(cs.v2ctrl) > 0 {
-			cs.v2 = filepath.Join(mp, own[""], "verisim")
+			cs.v2 = filepath.Join(mp, own[""], parent)
 		}
 	}
 	for _, c := range controllers {
@@ -67,7 +83,7 @@ func detectCgroups() (*cgroupSetup, error) {
 			continue
 		}
 		if mp, ok := mounts[c]; ok {
-			cs.v1[c] = filepath.Join(mp, own[c], "verisim")
+			cs.v1[c] = filepath.Join(mp, own[c], parent)
 		}
 	}
 	return cs, nil

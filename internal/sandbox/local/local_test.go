@@ -322,3 +322,22 @@ func TestView(t *testing.T) {
 		t.Errorf("snapshot of a sandbox with a view: %v, want ErrUnsupported", err)
 	}
 }
+
+// TestGCLeavesOtherRuntimesAlone: a runtime collecting garbage must not
+// take another runtime's live sandbox (another run directory, same host and
+// cgroup) for an orphan.
+func TestGCLeavesOtherRuntimesAlone(t *testing.T) {
+	a, b := testRuntime(t), testRuntime(t)
+	sb, err := a.Create(t.Context(), testSpec(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sb.Close(context.Background())
+	if _, err := b.GC(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if st, err := sb.Run(t.Context(), sandbox.Cmd{Args: []string{"echo", "alive"}, Stdout: &out}); err != nil || st.Code != 0 || out.String() != "alive\n" {
+		t.Fatalf("after another runtime's GC: %v %+v %q", err, st, out.String())
+	}
+}

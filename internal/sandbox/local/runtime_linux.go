@@ -85,7 +85,7 @@ func New(opts Options) (*Runtime, error) {
 	var cg *cgroupSetup
 	if !rootless {
 		var err error
-		if cg, err = detectCgroups(); err != nil {
+		if cg, err = detectCgroups(cgroupParent(opts.RunDir)); err != nil {
 			return nil, err
 		}
 	} else if opts.Warm > 0 {
