@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/verisim/verisim/internal/engine/model"
 	"github.com/verisim/verisim/internal/engine/tokenizer"
 )
 
@@ -35,6 +36,45 @@ func TestTokenizerTrain(t *testing.T) {
 		{"tokenizer", "train", "--out", out, "--vocab", "10"},
 		{"tokenizer", "train", "--out", out, "--corpus", filepath.Join(corpus, "missing")},
 		{"tokenizer", "train", "--corpus", corpus},
+	} {
+		if r := runVerisim(t, nil, bad...); r.code != exitUsage {
+			t.Errorf("%v: exit %d, want %d (%s)", bad, r.code, exitUsage, r.stderr)
+		}
+	}
+}
+
+func TestModelInit(t *testing.T) {
+	corpus := t.TempDir()
+	os.WriteFile(filepath.Join(corpus, "a.go"), []byte(strings.Repeat("package main\n\nfunc main() { println(\"hi\") }\n", 50)), 0o644)
+	tok := filepath.Join(t.TempDir(), "tokenizer.json")
+	if r := runVerisim(t, nil, "tokenizer", "train", "--corpus", corpus, "--vocab", "300", "--out", tok); r.code != 0 {
+		t.Fatalf("train: %s", r.stderr)
+	}
+	out := filepath.Join(t.TempDir(), "tiny")
+	r := runVerisim(t, nil, "model", "init", "--tokenizer", tok, "--size", "tiny", "--arch", "qwen2", "--dtype", "f32", "--out", out)
+	if r.code != 0 || !strings.Contains(r.stderr, "tiny qwen2 model") {
+		t.Fatalf("model init: exit %d %s", r.code, r.stderr)
+	}
+	m, err := model.Load(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tk, err := tokenizer.Load(filepath.Join(out, "tokenizer.json"))
+	if err != nil || m.Config.VocabSize != tk.VocabSize() {
+		t.Fatalf("vocabulary: model %d, tokenizer %d (%v)", m.Config.VocabSize, tk.VocabSize(), err)
+	}
+	cache := m.NewKVCache()
+	ids := tk.Encode("func main")
+	logits, err := m.Forward(cache, ids, 0)
+	if err != nil || len(logits) != len(ids)*m.Config.VocabSize {
+		t.Fatalf("forward: %d logits, %v", len(logits), err)
+	}
+	for _, bad := range [][]string{
+		{"model", "init", "--tokenizer", tok, "--out", out},                                   // exists
+		{"model", "init", "--tokenizer", tok, "--out", t.TempDir() + "/x", "--size", "huge"},  // unknown size
+		{"model", "init", "--tokenizer", tok, "--out", t.TempDir() + "/y", "--arch", "moe"},   // not built
+		{"model", "init", "--tokenizer", tok, "--out", t.TempDir() + "/z", "--dtype", "int8"}, // dtype
+		{"model", "init", "--tokenizer", filepath.Join(corpus, "a.go"), "--out", t.TempDir() + "/w"},
 	} {
 		if r := runVerisim(t, nil, bad...); r.code != exitUsage {
 			t.Errorf("%v: exit %d, want %d (%s)", bad, r.code, exitUsage, r.stderr)

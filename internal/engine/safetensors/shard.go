@@ -10,10 +10,11 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/verisim/verisim/internal/lazyregexp"
 )
 
 // Names used in a checkpoint directory, as Hugging Face transformers uses
@@ -24,7 +25,7 @@ const (
 )
 
 // shardName matches shard files and nothing else WriteSharded may delete.
-var shardName = regexp.MustCompile(`^model-[0-9]{5}-of-[0-9]{5}\.safetensors$`)
+var shardName = lazyregexp.New(`^model-[0-9]{5}-of-[0-9]{5}\.safetensors$`)
 
 // index is the JSON of model.safetensors.index.json.
 type index struct {

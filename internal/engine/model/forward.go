@@ -1,0 +1,263 @@
+package model
+
+import (
+	"fmt"
+	"math"
+	"slices"
+)
+
+// KVCache holds one sequence's keys and values, per layer [pos, kv_heads,
+// head_dim] with RoPE already applied to the keys, plus the scratch space a
+// forward pass reuses. It grows as tokens are appended, up to the model's
+// max_position_embeddings. A KVCache belongs to one sequence and one
+// goroutine at a time.
+type KVCache struct {
+	k, v  [][]float32
+	n     int
+	max   int
+	kvDim int
+
+	x, h, q, kk, vv, att, gate, up, cos, sin, scores []float32
+}
+
+// NewKVCache returns an empty cache for a sequence run through m.
+func (m *Model) NewKVCache() *KVCache {
+	c := m.Config
+	return &KVCache{
+		k:     make([][]float32, c.NumHiddenLayers),
+		v:     make([][]float32, c.NumHiddenLayers),
+		max:   c.MaxPositionEmbeddings,
+		kvDim: c.NumKeyValueHeads * c.HeadDim,
+	}
+}
+
+// Len is the number of positions the cache holds.
+func (c *KVCache) Len() int { return c.n }
+
+// truncate drops every position from n on.
+func (c *KVCache) truncate(n int) {
+	for i := range c.k {
+		c.k[i] = c.k[i][:n*c.kvDim]
+		c.v[i] = c.v[i][:n*c.kvDim]
+	}
+	c.n = n
+}
+
+// grow returns buf resized to n elements, reusing its storage when it can.
+func grow(buf []float32, n int) []float32 {
+	if cap(buf) < n {
+		return make([]float32, n)
+	}
+	return buf[:n]
+}
+
+// Forward runs tokens, which sit at positions pos, pos+1, … of the
+// sequence, through the model and returns their logits, a flat
+// [len(tokens) × vocab] slice the caller owns. The cache must hold at least
+// pos positions; any beyond pos are dropped first (so pos < cache.Len()
+// rewinds), and the new tokens' keys and values are appended. One call with
+// the whole prompt (prefill) and then one call per token (decode) give the
+// same logits as a single call over everything, up to float rounding.
+//
+// A Model is read-only here: any number of goroutines may call Forward at
+// once, each with its own cache.
+func (m *Model) Forward(cache *KVCache, tokens []int32, pos int) ([]float32, error) {
+	cfg := m.Config
+	T, H, V := len(tokens), cfg.HiddenSize, cfg.VocabSize
+	switch {
+	case T == 0:
+		return nil, fmt.Errorf("forward: no tokens")
+	case pos < 0 || pos > cache.n:
+		return nil, fmt.Errorf("forward: position %d, cache holds %d", pos, cache.n)
+	case pos+T > cache.max:
+		return nil, fmt.Errorf("forward: positions up to %d exceed max_position_embeddings %d", pos+T, cache.max)
+	}
+	for _, t := range tokens {
+		if t < 0 || int(t) >= V {
+			return nil, fmt.Errorf("forward: token %d outside vocabulary of %d", t, V)
+		}
+	}
+	cache.truncate(pos)
+
+	nH, nKV, hd := cfg.NumAttentionHeads, cfg.NumKeyValueHeads, cfg.HeadDim
+	qDim, kvDim, I := nH*hd, nKV*hd, cfg.IntermediateSize
+	eps := float32(cfg.RMSNormEps)
+	c := cache
+	c.x, c.h = grow(c.x, T*H), grow(c.h, T*H)
+	c.q, c.att = grow(c.q, T*qDim), grow(c.att, T*qDim)
+	c.kk, c.vv = grow(c.kk, T*kvDim), grow(c.vv, T*kvDim)
+	c.gate, c.up = grow(c.gate, T*I), grow(c.up, T*I)
+	c.cos, c.sin = grow(c.cos, T*hd/2), grow(c.sin, T*hd/2)
+	c.scores = grow(c.scores, pos+T)
+	x, h := c.x, c.h
+	ropeTables(c.cos, c.sin, pos, T, hd, cfg.RopeTheta)
+
+	for t, tok := range tokens {
+		copy(x[t*H:(t+1)*H], m.Embed[int(tok)*H:(int(tok)+1)*H])
+	}
+	mm := m.Compute
+	for li := range m.Layers {
+		l := &m.Layers[li]
+		rmsNorm(h, x, l.InputNorm, eps)
+		mm.MatMulT(c.q, h, l.Q, T, qDim, H)
+		mm.MatMulT(c.kk, h, l.K, T, kvDim, H)
+		mm.MatMulT(c.vv, h, l.V, T, kvDim, H)
+		addBias(c.q, l.QBias)
+		addBias(c.kk, l.KBias)
+		addBias(c.vv, l.VBias)
+		rope(c.q, c.cos, c.sin, hd)
+		rope(c.kk, c.cos, c.sin, hd)
+		c.k[li] = append(c.k[li], c.kk...)
+		c.v[li] = append(c.v[li], c.vv...)
+		attention(c.att, c.q, c.k[li], c.v[li], c.scores, pos, nH, nKV, hd)
+		mm.MatMulT(h, c.att, l.O, T, H, qDim)
+		addBias(h, l.OBias)
+		addTo(x, h)
+
+		rmsNorm(h, x, l.PostNorm, eps)
+		mm.MatMulT(c.gate, h, l.Gate, T, I, H)
+		mm.MatMulT(c.up, h, l.Up, T, I, H)
+		swiGLU(c.gate, c.up)
+		mm.MatMulT(h, c.gate, l.Down, T, H, I)
+		addTo(x, h)
+	}
+	c.n = pos + T
+	rmsNorm(h, x, m.Norm, eps)
+	logits := make([]float32, T*V)
+	mm.MatMulT(logits, h, m.LMHead, T, V, H)
+	return logits, nil
+}
+
+// rmsNorm sets each row of dst (rows of len(w)) to the row of x divided by
+// its root mean square, times w, as Hugging Face's LlamaRMSNorm does in
+// fp32.
+func rmsNorm(dst, x, w []float32, eps float32) {
+	n := len(w)
+	for r := 0; r < len(x); r += n {
+		row := x[r : r+n]
+		var ss float32
+		for _, v := range row {
+			ss += v * v
+		}
+		scale := float32(1 / math.Sqrt(float64(ss/float32(n)+eps)))
+		out := dst[r : r+n]
+		for i, v := range row {
+			out[i] = w[i] * (v * scale)
+		}
+	}
+}
+
+// ropeTables fills cos and sin, [n, headDim/2], for positions pos0 … pos0+n-1
+// and frequencies theta^(-2i/headDim).
+func ropeTables(cos, sin []float32, pos0, n, headDim int, theta float64) {
+	half := headDim / 2
+	for t := range n {
+		for i := range half {
+			invFreq := math.Pow(theta, -float64(2*i)/float64(headDim))
+			s, c := math.Sincos(float64(pos0+t) * invFreq)
+			cos[t*half+i], sin[t*half+i] = float32(c), float32(s)
+		}
+	}
+}
+
+// rope rotates x, rows of heads of headDim, in place with the tables of its
+// rows' positions, in Hugging Face's rotate_half layout: element i pairs
+// with element i+headDim/2.
+func rope(x, cos, sin []float32, headDim int) {
+	half := headDim / 2
+	rows := len(cos) / half
+	width := len(x) / rows
+	for t := range rows {
+		c, s := cos[t*half:(t+1)*half], sin[t*half:(t+1)*half]
+		for h := t * width; h < (t+1)*width; h += headDim {
+			a, b := x[h:h+half], x[h+half:h+headDim]
+			for i := range half {
+				a[i], b[i] = a[i]*c[i]-b[i]*s[i], b[i]*c[i]+a[i]*s[i]
+			}
+		}
+	}
+}
+
+// attention computes causal grouped-query attention for the rows of q
+// (queries at positions pos0, pos0+1, …, [rows, heads·headDim]) over the
+// cached keys and values ([pos, kvHeads·headDim], the new rows included),
+// writing [rows, heads·headDim] to out. Query head h reads kv head
+// h/(heads/kvHeads). scores needs room for every cached position.
+func attention(out, q, k, v, scores []float32, pos0, heads, kvHeads, headDim int) {
+	qDim, kvDim, group := heads*headDim, kvHeads*headDim, heads/kvHeads
+	scale := float32(1 / math.Sqrt(float64(headDim)))
+	for t := range len(q) / qDim {
+		ctx := pos0 + t + 1
+		for h := range heads {
+			qh := q[t*qDim+h*headDim : t*qDim+(h+1)*headDim]
+			kvOff := (h / group) * headDim
+			sc := scores[:ctx]
+			maxS := float32(math.Inf(-1))
+			for s := range ctx {
+				kh := k[s*kvDim+kvOff : s*kvDim+kvOff+headDim]
+				var d float32
+				for i, qv := range qh {
+					d += qv * kh[i]
+				}
+				sc[s] = d * scale
+				maxS = max(maxS, sc[s])
+			}
+			var sum float32
+			for s := range sc {
+				sc[s] = float32(math.Exp(float64(sc[s] - maxS)))
+				sum += sc[s]
+			}
+			o := out[t*qDim+h*headDim : t*qDim+(h+1)*headDim]
+			clear(o)
+			for s, p := range sc {
+				p /= sum
+				vh := v[s*kvDim+kvOff : s*kvDim+kvOff+headDim]
+				for i, vv := range vh {
+					o[i] += p * vv
+				}
+			}
+		}
+	}
+}
+
+// swiGLU sets gate[i] = silu(gate[i]) · up[i].
+func swiGLU(gate, up []float32) {
+	for i, g := range gate {
+		gate[i] = g / (1 + float32(math.Exp(float64(-g)))) * up[i]
+	}
+}
+
+// addBias adds b to every row of x; a nil b adds nothing.
+func addBias(x, b []float32) {
+	if b == nil {
+		return
+	}
+	for r := 0; r < len(x); r += len(b) {
+		addTo(x[r:r+len(b)], b)
+	}
+}
+
+func addTo(dst, src []float32) {
+	for i, v := range src {
+		dst[i] += v
+	}
+}
+
+// LogSoftmax returns log(softmax(logits)) for one row of logits, computed
+// stably in float64.
+func LogSoftmax(logits []float32) []float32 {
+	if len(logits) == 0 {
+		return nil
+	}
+	m := float64(slices.Max(logits))
+	var sum float64
+	for _, v := range logits {
+		sum += math.Exp(float64(v) - m)
+	}
+	lse := m + math.Log(sum)
+	out := make([]float32, len(logits))
+	for i, v := range logits {
+		out[i] = float32(float64(v) - lse)
+	}
+	return out
+}

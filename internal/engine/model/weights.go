@@ -1,0 +1,278 @@
+package model
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"maps"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+
+	"github.com/verisim/verisim/internal/engine/gemm"
+	"github.com/verisim/verisim/internal/engine/safetensors"
+)
+
+// ConfigFile is the name of the config in a checkpoint directory.
+const ConfigFile = "config.json"
+
+// DefaultMaxShardBytes is where Save starts a new shard, as transformers'
+// save_pretrained does by default.
+const DefaultMaxShardBytes = 5_000_000_000
+
+// Model is a decoder-only transformer with its weights in fp32, row-major,
+// linear weights stored [out, in] as in Hugging Face checkpoints.
+type Model struct {
+	Config Config
+	// Compute is how the projections multiply; the zero value uses every
+	// CPU.
+	Compute gemm.Config
+
+	Embed  []float32 // [vocab, hidden]
+	Layers []Layer
+	Norm   []float32 // [hidden]
+	// LMHead is [vocab, hidden]; with tied embeddings it is Embed itself.
+	LMHead []float32
+}
+
+// Layer holds one decoder layer's weights. Biases are nil when the config
+// has none.
+type Layer struct {
+	InputNorm, PostNorm []float32 // [hidden]
+	Q                   []float32 // [heads·head_dim, hidden]
+	K, V                []float32 // [kv_heads·head_dim, hidden]
+	O                   []float32 // [hidden, heads·head_dim]
+	QBias               []float32 // [heads·head_dim]
+	KBias, VBias        []float32 // [kv_heads·head_dim]
+	OBias               []float32 // [hidden]
+	Gate, Up            []float32 // [intermediate, hidden]
+	Down                []float32 // [hidden, intermediate]
+}
+
+type paramKind int
+
+const (
+	weight paramKind = iota
+	norm
+	bias
+)
+
+// param is one tensor of the checkpoint and where it lives in the Model.
+type param struct {
+	name  string
+	shape []int
+	kind  paramKind
+	data  *[]float32
+}
+
+func (p param) size() int {
+	n := 1
+	for _, d := range p.shape {
+		n *= d
+	}
+	return n
+}
+
+// params lists every tensor of the checkpoint in a fixed order: the one
+// place that knows the Hugging Face names and shapes. A tied lm_head is
+// left out.
+func (m *Model) params() []param {
+	c := m.Config
+	h, q, kv, inter := c.HiddenSize, c.NumAttentionHeads*c.HeadDim, c.NumKeyValueHeads*c.HeadDim, c.IntermediateSize
+	ps := []param{{"model.embed_tokens.weight", []int{c.VocabSize, h}, weight, &m.Embed}}
+	for i := range m.Layers {
+		l := &m.Layers[i]
+		pre := "model.layers." + strconv.Itoa(i) + "."
+		ps = append(ps,
+			param{pre + "input_layernorm.weight", []int{h}, norm, &l.InputNorm},
+			param{pre + "self_attn.q_proj.weight", []int{q, h}, weight, &l.Q},
+			param{pre + "self_attn.k_proj.weight", []int{kv, h}, weight, &l.K},
+			param{pre + "self_attn.v_proj.weight", []int{kv, h}, weight, &l.V},
+			param{pre + "self_attn.o_proj.weight", []int{h, q}, weight, &l.O},
+		)
+		if c.QKVBias() {
+			ps = append(ps,
+				param{pre + "self_attn.q_proj.bias", []int{q}, bias, &l.QBias},
+				param{pre + "self_attn.k_proj.bias", []int{kv}, bias, &l.KBias},
+				param{pre + "self_attn.v_proj.bias", []int{kv}, bias, &l.VBias},
+			)
+		}
+		if c.OBias() {
+			ps = append(ps, param{pre + "self_attn.o_proj.bias", []int{h}, bias, &l.OBias})
+		}
+		ps = append(ps,
+			param{pre + "post_attention_layernorm.weight", []int{h}, norm, &l.PostNorm},
+			param{pre + "mlp.gate_proj.weight", []int{inter, h}, weight, &l.Gate},
+			param{pre + "mlp.up_proj.weight", []int{inter, h}, weight, &l.Up},
+			param{pre + "mlp.down_proj.weight", []int{h, inter}, weight, &l.Down},
+		)
+	}
+	ps = append(ps, param{"model.norm.weight", []int{h}, norm, &m.Norm})
+	if !c.TieWordEmbeddings {
+		ps = append(ps, param{"lm_head.weight", []int{c.VocabSize, h}, weight, &m.LMHead})
+	}
+	return ps
+}
+
+// Init builds a model with random weights: linear and embedding weights
+// drawn from normal(0, 0.02), norms 1, biases 0. The same config and seed
+// give the same weights on every machine.
+func Init(cfg Config, seed uint64) (*Model, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	m := &Model{Config: cfg, Layers: make([]Layer, cfg.NumHiddenLayers)}
+	rng := rand.New(rand.NewPCG(seed, 0x7665726973696d)) // "verisim"
+	for _, p := range m.params() {
+		v := make([]float32, p.size())
+		switch p.kind {
+		case weight:
+			for i := range v {
+				v[i] = float32(rng.NormFloat64() * 0.02)
+			}
+		case norm:
+			for i := range v {
+				v[i] = 1
+			}
+		}
+		*p.data = v
+	}
+	m.tie()
+	return m, nil
+}
+
+func (m *Model) tie() {
+	if m.Config.TieWordEmbeddings {
+		m.LMHead = m.Embed
+	}
+}
+
+var torchDTypes = map[safetensors.DType]string{
+	safetensors.F32: "float32", safetensors.BF16: "bfloat16", safetensors.F16: "float16",
+}
+
+// Save writes the model to dir as a Hugging Face checkpoint in dtype (F32,
+// BF16 or F16), sharded above DefaultMaxShardBytes.
+func (m *Model) Save(dir string, dtype safetensors.DType) error {
+	return m.SaveSharded(dir, dtype, DefaultMaxShardBytes)
+}
+
+// SaveSharded is Save with the shard size given. The weights are written
+// first (each file atomically, see safetensors.WriteSharded) and config.json
+// last, atomically, so a directory with a new config.json holds the weights
+// that go with it.
+func (m *Model) SaveSharded(dir string, dtype safetensors.DType, maxShardBytes int64) error {
+	td, ok := torchDTypes[dtype]
+	if !ok {
+		return fmt.Errorf("save model: cannot store weights as %s", dtype)
+	}
+	cfg := m.Config
+	cfg.TorchDType = td
+	cfgJSON, err := jsonConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("save model: %w", err)
+	}
+	var tensors []safetensors.Tensor
+	for _, p := range m.params() {
+		t, err := safetensors.FromFloat32(p.name, p.shape, *p.data, dtype)
+		if err != nil {
+			return fmt.Errorf("save model: %w", err)
+		}
+		tensors = append(tensors, t)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("save model: %w", err)
+	}
+	if _, err := safetensors.WriteSharded(dir, tensors, map[string]string{"format": "pt"}, maxShardBytes); err != nil {
+		return fmt.Errorf("save model: %w", err)
+	}
+	if err := writeFileAtomic(filepath.Join(dir, ConfigFile), cfgJSON); err != nil {
+		return fmt.Errorf("save model: %w", err)
+	}
+	return nil
+}
+
+func writeFileAtomic(path string, b []byte) (retErr error) {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if retErr != nil {
+			f.Close()
+			os.Remove(f.Name())
+		}
+	}()
+	if _, err := f.Write(b); err != nil {
+		return err
+	}
+	if err := f.Chmod(0o644); err != nil {
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(f.Name(), path); err != nil {
+		return err
+	}
+	d, err := os.Open(filepath.Dir(path))
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+// Load reads a checkpoint directory: config.json plus model.safetensors or
+// a sharded model.safetensors.index.json. Every tensor the config calls for
+// must be present with its shape, and no other tensor may be; F32, BF16 and
+// F16 weights are widened to fp32.
+func Load(dir string) (*Model, error) {
+	cfg, err := LoadConfig(filepath.Join(dir, ConfigFile))
+	if err != nil {
+		return nil, fmt.Errorf("load model: %w", err)
+	}
+	tensors, _, err := safetensors.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("load model %s: no %s or %s: %w", dir, safetensors.SingleFile, safetensors.IndexFile, err)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("load model: %w", err)
+	}
+	m, err := fromTensors(cfg, tensors)
+	if err != nil {
+		return nil, fmt.Errorf("load model %s: %w", dir, err)
+	}
+	return m, nil
+}
+
+// fromTensors binds tensors to a model of cfg; it consumes the map.
+func fromTensors(cfg Config, tensors map[string]safetensors.Tensor) (*Model, error) {
+	m := &Model{Config: cfg, Layers: make([]Layer, cfg.NumHiddenLayers)}
+	for _, p := range m.params() {
+		t, ok := tensors[p.name]
+		if !ok {
+			return nil, fmt.Errorf("missing tensor %s", p.name)
+		}
+		if !slices.Equal(t.Shape, p.shape) {
+			return nil, fmt.Errorf("tensor %s has shape %v, want %v", p.name, t.Shape, p.shape)
+		}
+		v, err := t.Float32s()
+		if err != nil {
+			return nil, err
+		}
+		*p.data = v
+		delete(tensors, p.name)
+	}
+	if len(tensors) > 0 {
+		extra := slices.Sorted(maps.Keys(tensors))
+		return nil, fmt.Errorf("unexpected tensor %s (%d not used by the config)", extra[0], len(extra))
+	}
+	m.tie()
+	return m, nil
+}

@@ -1,0 +1,204 @@
+package model
+
+import (
+	"maps"
+	"math"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/verisim/verisim/internal/engine/safetensors"
+)
+
+func TestInitDeterministic(t *testing.T) {
+	cfg := toyConfig("qwen2")
+	a, err := Init(cfg, 42)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := Init(cfg, 42)
+	c, _ := Init(cfg, 43)
+	if !slices.Equal(a.Layers[1].Down, b.Layers[1].Down) || !slices.Equal(a.Embed, b.Embed) {
+		t.Error("same seed gave different weights")
+	}
+	if slices.Equal(a.Embed, c.Embed) {
+		t.Error("different seeds gave the same embedding")
+	}
+	var sum, sq float64
+	for _, v := range a.Embed {
+		sum += float64(v)
+		sq += float64(v) * float64(v)
+	}
+	n := float64(len(a.Embed))
+	if mean, std := sum/n, math.Sqrt(sq/n); math.Abs(mean) > 0.002 || math.Abs(std-0.02) > 0.002 {
+		t.Errorf("embedding mean %g std %g, want 0 and 0.02", mean, std)
+	}
+	if a.Layers[0].InputNorm[3] != 1 || a.Norm[0] != 1 || a.Layers[0].QBias[0] != 0 {
+		t.Error("norms are not 1 or biases not 0")
+	}
+	if _, err := Init(Config{}, 1); err == nil {
+		t.Error("Init accepted an empty config")
+	}
+}
+
+func TestSaveLoadRoundTrip(t *testing.T) {
+	cfg := toyConfig("qwen2")
+	m := toyModel(t, cfg, 23)
+	for _, dtype := range []safetensors.DType{safetensors.F32, safetensors.BF16} {
+		for _, layout := range []struct {
+			name     string
+			maxShard int64
+			files    []string
+		}{
+			{"single", DefaultMaxShardBytes, []string{safetensors.SingleFile}},
+			{"sharded", 20_000, []string{safetensors.IndexFile, "model-00001-of-000"}},
+		} {
+			t.Run("dtype="+string(dtype)+"/layout="+layout.name, func(t *testing.T) {
+				dir := t.TempDir()
+				if err := m.SaveSharded(dir, dtype, layout.maxShard); err != nil {
+					t.Fatal(err)
+				}
+				names := dirNames(t, dir)
+				for _, want := range append(layout.files, ConfigFile) {
+					if !slices.ContainsFunc(names, func(n string) bool { return strings.HasPrefix(n, want) }) {
+						t.Errorf("checkpoint holds %v, no %s", names, want)
+					}
+				}
+				got, err := Load(dir)
+				if err != nil {
+					t.Fatal(err)
+				}
+				wantCfg := cfg
+				wantCfg.TorchDType = map[safetensors.DType]string{safetensors.F32: "float32", safetensors.BF16: "bfloat16"}[dtype]
+				if !reflect.DeepEqual(got.Config, wantCfg) {
+					t.Errorf("config %+v, want %+v", got.Config, wantCfg)
+				}
+				gp, mp := got.params(), m.params()
+				if len(gp) != len(mp) {
+					t.Fatalf("%d tensors, want %d", len(gp), len(mp))
+				}
+				for i := range mp {
+					want := *mp[i].data
+					if dtype == safetensors.BF16 {
+						want = slices.Clone(want)
+						for j, v := range want {
+							want[j] = safetensors.Float32FromBF16(safetensors.BF16FromFloat32(v))
+						}
+					}
+					if !bitsEqual(*gp[i].data, want) {
+						t.Fatalf("tensor %s differs after the round trip", mp[i].name)
+					}
+				}
+			})
+		}
+	}
+}
+
+func TestSaveTiedOmitsLMHead(t *testing.T) {
+	cfg := toyConfig("llama")
+	cfg.TieWordEmbeddings = true
+	dir := t.TempDir()
+	if err := toyModel(t, cfg, 3).Save(dir, safetensors.F32); err != nil {
+		t.Fatal(err)
+	}
+	ts, _, err := safetensors.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := ts["lm_head.weight"]; ok {
+		t.Error("tied checkpoint holds lm_head.weight")
+	}
+	m, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if &m.LMHead[0] != &m.Embed[0] {
+		t.Error("loaded tied model does not share lm_head with the embedding")
+	}
+}
+
+func TestLoadErrors(t *testing.T) {
+	cfg := toyConfig("llama")
+	m := toyModel(t, cfg, 29)
+	for _, tc := range []struct {
+		name string
+		edit func(t *testing.T, dir string, ts map[string]safetensors.Tensor)
+		want string
+	}{
+		{"missing tensor", func(t *testing.T, dir string, ts map[string]safetensors.Tensor) {
+			delete(ts, "model.layers.1.mlp.up_proj.weight")
+		}, "missing tensor model.layers.1.mlp.up_proj.weight"},
+		{"wrong shape", func(t *testing.T, dir string, ts map[string]safetensors.Tensor) {
+			v := ts["model.layers.0.self_attn.k_proj.weight"]
+			v.Shape = []int{32, 16}
+			ts[v.Name] = v
+		}, "tensor model.layers.0.self_attn.k_proj.weight has shape [32 16], want [16 32]"},
+		{"extra tensor", func(t *testing.T, dir string, ts map[string]safetensors.Tensor) {
+			x, _ := safetensors.FromFloat32("model.layers.0.self_attn.q_proj.bias", []int{32}, make([]float32, 32), safetensors.F32)
+			ts[x.Name] = x
+		}, "unexpected tensor model.layers.0.self_attn.q_proj.bias"},
+		{"integer tensor", func(t *testing.T, dir string, ts map[string]safetensors.Tensor) {
+			v := ts["model.norm.weight"]
+			v.DType = safetensors.I32
+			ts[v.Name] = v
+		}, `"model.norm.weight": cannot decode I32`},
+		{"unsupported config field", func(t *testing.T, dir string, ts map[string]safetensors.Tensor) {
+			path := filepath.Join(dir, ConfigFile)
+			b, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b = []byte(strings.Replace(string(b), "{", `{"rope_scaling": {"type": "yarn", "factor": 4},`, 1))
+			if err := os.WriteFile(path, b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}, `unsupported config.json field rope_scaling: {"type":"yarn","factor":4}`},
+		{"no weights", func(t *testing.T, dir string, ts map[string]safetensors.Tensor) {
+			clear(ts)
+		}, "no model.safetensors or model.safetensors.index.json"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if err := m.Save(dir, safetensors.F32); err != nil {
+				t.Fatal(err)
+			}
+			ts, meta, err := safetensors.ReadDir(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.edit(t, dir, ts)
+			path := filepath.Join(dir, safetensors.SingleFile)
+			if len(ts) == 0 {
+				if err := os.Remove(path); err != nil {
+					t.Fatal(err)
+				}
+			} else if err := safetensors.Write(path, slices.Collect(maps.Values(ts)), meta); err != nil {
+				t.Fatal(err)
+			}
+			_, err = Load(dir)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Load: %v, want %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func dirNames(t *testing.T, dir string) []string {
+	t.Helper()
+	es, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range es {
+		out = append(out, e.Name())
+	}
+	return out
+}
+
+func bitsEqual(a, b []float32) bool {
+	return slices.EqualFunc(a, b, func(x, y float32) bool { return math.Float32bits(x) == math.Float32bits(y) })
+}
