@@ -29,6 +29,7 @@ type agentOpts struct {
 	yes        bool
 	sandbox    bool
 	maxTurns   int
+	maxTokens  int
 	timeout    time.Duration
 	trajectory string
 }
@@ -80,6 +81,7 @@ normally, 1 when the model's output could not be used, 124 past --timeout,
 	f.BoolVarP(&o.yes, "yes", "y", false, "run the agent's commands without asking")
 	f.BoolVar(&o.sandbox, "sandbox", false, "work in a fresh sandbox over a copy-on-write view of --dir; changes stay there and the diff is printed")
 	f.IntVar(&o.maxTurns, "max-turns", harness.DefaultMaxTurns, "most model calls in the episode")
+	f.IntVar(&o.maxTokens, "max-tokens", 0, "most tokens the model may write in one turn (0: the server's default)")
 	f.DurationVar(&o.timeout, "timeout", 0, "stop the episode after this long (0 = never)")
 	f.StringVar(&o.trajectory, "trajectory", "", "append the episode's trajectory to this JSONL file")
 	return c
@@ -87,15 +89,15 @@ normally, 1 when the model's output could not be used, 124 past --timeout,
 
 func (a *app) runAgent(cmd *cobra.Command, o *agentOpts, instruction string) error {
 	ctx := cmd.Context()
-	if o.maxTurns <= 0 || o.timeout < 0 {
-		return usageErr("--max-turns must be positive, --timeout not negative")
+	if o.maxTurns <= 0 || o.timeout < 0 || o.maxTokens < 0 {
+		return usageErr("--max-turns must be positive, --timeout and --max-tokens not negative")
 	}
 	client, err := o.model.client(ctx)
 	if err != nil {
 		return err
 	}
 	model := &watchedModel{Client: client}
-	agent, err := harness.NewAgent(model, harness.Config{MaxTurns: o.maxTurns, MaxWall: o.timeout, OnTurn: printTurn})
+	agent, err := harness.NewAgent(model, harness.Config{MaxTurns: o.maxTurns, MaxWall: o.timeout, MaxCompletionTokens: o.maxTokens, OnTurn: printTurn})
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,72 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/verisim/verisim/internal/engine/serve"
+)
+
+func (a *app) serveCmd() *cobra.Command {
+	var (
+		dir, addr, name, version string
+		maxN                     int
+	)
+	c := &cobra.Command{
+		Use:   "serve --model DIR [--addr HOST:PORT]",
+		Short: "Serve a built-in model over an OpenAI-compatible API",
+		Long: `Serves the model in DIR (config.json, safetensors, tokenizer.json, as
+"verisim model init" writes them) over the OpenAI chat-completions and
+completions API, with verisim's extensions for RL: prompt and completion
+token ids, per-token logprobs and the serving weights' version (also the
+X-Weights-Version header). POST /admin/reload {"path", "version"} swaps in
+new weights without dropping requests: a request finishes on the weights it
+started with. GET /metrics is Prometheus, GET /health the liveness check.`,
+		Example: `  verisim serve --model models/tiny
+  verisim serve --model models/tiny --addr 127.0.0.1:8000 --name tiny
+  verisim agent --model http://127.0.0.1:8000 "explain main.go"`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if dir == "" {
+				return usageErr("--model DIR is required (see verisim model init)")
+			}
+			srv, err := serve.New(serve.Options{ModelDir: dir, ModelName: name, WeightsVersion: version, MaxN: maxN, Logger: a.log})
+			if err != nil {
+				return withCode(exitFailure, err)
+			}
+			ln, err := net.Listen("tcp", addr)
+			if err != nil {
+				return usageErr("--addr %s: %v", addr, err)
+			}
+			hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 30 * time.Second}
+			fmt.Fprintf(os.Stderr, "serving %s on http://%s\n", dir, ln.Addr())
+			errc := make(chan error, 1)
+			go func() { errc <- hs.Serve(ln) }()
+			select {
+			case err := <-errc:
+				return withCode(exitFailure, err)
+			case <-cmd.Context().Done():
+			}
+			ctx, cancel := context.WithTimeout(context.WithoutCancel(cmd.Context()), 30*time.Second)
+			defer cancel()
+			if err := hs.Shutdown(ctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				return withCode(exitFailure, err)
+			}
+			return nil
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&dir, "model", "", "model directory (config.json, safetensors, tokenizer.json)")
+	f.StringVar(&addr, "addr", "127.0.0.1:8000", "address to listen on")
+	f.StringVar(&name, "name", "", "model name the API reports (default: the directory's name)")
+	f.StringVar(&version, "weights-version", "", "version of the weights being served (default: 0)")
+	f.IntVar(&maxN, "max-n", 8, "most samples one request may ask for (n)")
+	return c
+}

@@ -1,0 +1,449 @@
+package serve
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/verisim/verisim/internal/engine/generate"
+	"github.com/verisim/verisim/internal/engine/tokenizer"
+)
+
+type chatRequest struct {
+	sampling
+	Messages            []wireMessage   `json:"messages"`
+	Tools               []wireTool      `json:"tools"`
+	ToolChoice          json.RawMessage `json:"tool_choice"`
+	MaxCompletionTokens *int            `json:"max_completion_tokens"`
+	Logprobs            bool            `json:"logprobs"`
+	TopLogprobs         *int            `json:"top_logprobs"`
+}
+
+type chatLogprob struct {
+	Token   string  `json:"token"`
+	Logprob float32 `json:"logprob"`
+	Bytes   []int   `json:"bytes"`
+}
+
+type chatTokenLogprob struct {
+	chatLogprob
+	TopLogprobs []chatLogprob `json:"top_logprobs"`
+}
+
+type chatLogprobs struct {
+	Content []chatTokenLogprob `json:"content"`
+}
+
+type chatOutMessage struct {
+	Role      string         `json:"role"`
+	Content   *string        `json:"content"`
+	ToolCalls []wireToolCall `json:"tool_calls,omitempty"`
+}
+
+type chatChoice struct {
+	Index        int            `json:"index"`
+	Message      chatOutMessage `json:"message"`
+	Logprobs     *chatLogprobs  `json:"logprobs"`
+	FinishReason string         `json:"finish_reason"`
+	TokenIDs     []int32        `json:"token_ids,omitempty"`
+}
+
+type chatResponse struct {
+	ID             string       `json:"id"`
+	Object         string       `json:"object"`
+	Created        int64        `json:"created"`
+	Model          string       `json:"model"`
+	Choices        []chatChoice `json:"choices"`
+	Usage          usage        `json:"usage"`
+	WeightsVersion string       `json:"weights_version"`
+	PromptTokenIDs []int32      `json:"prompt_token_ids,omitempty"`
+}
+
+type chatDelta struct {
+	Role      string         `json:"role,omitempty"`
+	Content   *string        `json:"content,omitempty"`
+	ToolCalls []wireToolCall `json:"tool_calls,omitempty"`
+}
+
+type chunkChoice struct {
+	Index        int           `json:"index"`
+	Delta        chatDelta     `json:"delta"`
+	Logprobs     *chatLogprobs `json:"logprobs"`
+	FinishReason *string       `json:"finish_reason"`
+	TokenIDs     []int32       `json:"token_ids,omitempty"`
+}
+
+type chatChunk struct {
+	ID             string        `json:"id"`
+	Object         string        `json:"object"`
+	Created        int64         `json:"created"`
+	Model          string        `json:"model"`
+	Choices        []chunkChoice `json:"choices"`
+	Usage          *usage        `json:"usage,omitempty"`
+	WeightsVersion string        `json:"weights_version"`
+	PromptTokenIDs []int32       `json:"prompt_token_ids,omitempty"`
+}
+
+// job is one validated generation request: the weights it took at its
+// start, the prompt and the params of its n choices.
+type job struct {
+	w      *weights
+	prompt []int32
+	params generate.Params
+	n      int
+}
+
+// generate runs choice i of j; emit sees every sampled token.
+func (s *Server) generate(ctx context.Context, j *job, i int, emit func(generate.Token) error) (generate.Result, []generate.Token, error) {
+	p := j.params
+	if p.Seed != nil {
+		seed := *p.Seed + uint64(i)
+		p.Seed = &seed
+	}
+	var toks []generate.Token
+	res, err := generate.Generate(ctx, j.w.m, s.tok, j.prompt, p, func(t generate.Token) error {
+		toks = append(toks, t)
+		if emit != nil {
+			return emit(t)
+		}
+		return nil
+	})
+	s.met.prompt.Add(float64(len(j.prompt)))
+	s.met.generated.Add(float64(len(res.Tokens)))
+	var cerr *generate.ContextError
+	switch {
+	case errors.As(err, &cerr):
+		return res, toks, contextError("", cerr)
+	case errors.Is(err, generate.ErrParams):
+		return res, toks, badRequest("", "%v", err)
+	case err != nil:
+		return res, toks, fmt.Errorf("generate choice %d: %w", i, err)
+	}
+	return res, toks, nil
+}
+
+// tokenBytes is id's text as bytes; "" for an id the tokenizer lacks.
+func (s *Server) tokenBytes(id int32) []byte {
+	b, err := s.tok.Decode([]int32{id})
+	if err != nil {
+		return nil
+	}
+	return b
+}
+
+func (s *Server) chatLogprob(id int32, lp float32, asIDs bool) chatLogprob {
+	b := s.tokenBytes(id)
+	ints := make([]int, len(b))
+	for i, c := range b {
+		ints[i] = int(c)
+	}
+	tok := string(b)
+	if asIDs {
+		tok = fmt.Sprintf("token_id:%d", id)
+	}
+	return chatLogprob{Token: tok, Logprob: lp, Bytes: ints}
+}
+
+func (s *Server) chatLogprobs(toks []generate.Token, asIDs bool) *chatLogprobs {
+	out := &chatLogprobs{Content: make([]chatTokenLogprob, 0, len(toks))}
+	for _, t := range toks {
+		e := chatTokenLogprob{chatLogprob: s.chatLogprob(t.ID, t.Logprob, asIDs), TopLogprobs: []chatLogprob{}}
+		for _, a := range t.Top {
+			e.TopLogprobs = append(e.TopLogprobs, s.chatLogprob(a.ID, a.Logprob, asIDs))
+		}
+		out.Content = append(out.Content, e)
+	}
+	return out
+}
+
+// assistantMessage splits a completion into content and tool calls when
+// parseTools is set, counting malformed blocks.
+func (s *Server) assistantMessage(text, finish string, parseTools bool) (chatOutMessage, string) {
+	msg := chatOutMessage{Role: "assistant"}
+	if !parseTools {
+		msg.Content = &text
+		return msg, finish
+	}
+	content, calls, malformed := generate.ParseToolCalls(text)
+	s.met.malformed.Add(float64(len(malformed)))
+	if len(calls) == 0 || content != "" {
+		msg.Content = &content
+	}
+	for _, c := range calls {
+		w := wireToolCall{ID: c.ID, Type: "function"}
+		w.Function.Name, w.Function.Arguments = c.Name, c.Arguments
+		msg.ToolCalls = append(msg.ToolCalls, w)
+	}
+	if len(calls) > 0 {
+		finish = "tool_calls"
+	}
+	return msg, finish
+}
+
+// chatJob validates req and renders and encodes its prompt.
+func (s *Server) chatJob(req *chatRequest) (*job, bool, error) {
+	if err := s.checkModel(req.Model); err != nil {
+		return nil, false, err
+	}
+	maxTokens := req.MaxCompletionTokens
+	p, n, err := req.params(s.maxN, maxTokens)
+	if err != nil {
+		return nil, false, err
+	}
+	if req.TopLogprobs != nil {
+		if *req.TopLogprobs < 0 || *req.TopLogprobs > generate.MaxTopLogprobs {
+			return nil, false, badRequest("top_logprobs", "top_logprobs must be between 0 and %d, got %d", generate.MaxTopLogprobs, *req.TopLogprobs)
+		}
+		if *req.TopLogprobs > 0 && !req.Logprobs {
+			return nil, false, badRequest("top_logprobs", "top_logprobs needs logprobs: true")
+		}
+		p.TopLogprobs = *req.TopLogprobs
+	}
+	p.Logprobs = req.Logprobs
+	parseTools, err := toolChoice(req.ToolChoice)
+	if err != nil {
+		return nil, false, err
+	}
+	msgs, tools, err := chatMessages(req.Messages, req.Tools)
+	if err != nil {
+		return nil, false, err
+	}
+	if !parseTools {
+		tools = nil
+	}
+	parseTools = parseTools && len(tools) > 0
+	w := s.cur.Load()
+	prompt := s.tok.Encode(generate.RenderChat(msgs, tools, true))
+	if max := w.m.Config.MaxPositionEmbeddings; len(prompt) > max {
+		return nil, false, contextError("messages", &generate.ContextError{Prompt: len(prompt), Max: max})
+	}
+	return &job{w: w, prompt: prompt, params: p, n: n}, parseTools, nil
+}
+
+func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
+	var req chatRequest
+	if err := decodeStrict(r.Body, &req); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	j, parseTools, err := s.chatJob(&req)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	w.Header().Set(WeightsVersionHeader, j.w.version)
+	if req.Stream {
+		s.streamChat(w, r, &req, j, parseTools)
+		return
+	}
+	resp := chatResponse{
+		ID:             newID("chatcmpl-"),
+		Object:         "chat.completion",
+		Created:        time.Now().Unix(),
+		Model:          s.name,
+		WeightsVersion: j.w.version,
+	}
+	if req.ReturnTokenIDs {
+		resp.PromptTokenIDs = j.prompt
+	}
+	resp.Usage.PromptTokens = len(j.prompt)
+	for i := range j.n {
+		res, toks, err := s.generate(r.Context(), j, i, nil)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		msg, finish := s.assistantMessage(res.Text, res.FinishReason, parseTools)
+		c := chatChoice{Index: i, Message: msg, FinishReason: finish}
+		if req.Logprobs {
+			c.Logprobs = s.chatLogprobs(toks, req.ReturnTokensAsTokenIDs)
+		}
+		if req.ReturnTokenIDs {
+			c.TokenIDs = res.Tokens
+		}
+		resp.Choices = append(resp.Choices, c)
+		resp.Usage.CompletionTokens += len(res.Tokens)
+	}
+	resp.Usage.TotalTokens = resp.Usage.PromptTokens + resp.Usage.CompletionTokens
+	writeJSON(w, http.StatusOK, resp)
+}
+
+// sseWriter writes server-sent events and flushes each one.
+type sseWriter struct {
+	w  http.ResponseWriter
+	rc *http.ResponseController
+}
+
+func (e *sseWriter) send(v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return e.raw(b)
+}
+
+func (e *sseWriter) raw(b []byte) error {
+	if _, err := fmt.Fprintf(e.w, "data: %s\n\n", b); err != nil {
+		return err
+	}
+	return e.rc.Flush()
+}
+
+// heldBack is how much of the end of text a stream must not send yet: an
+// incomplete UTF-8 sequence, or a suffix that may be the start of a stop
+// string or of a <tool_call> block.
+func heldBack(text string, stops []string) int {
+	hold := 0
+	for _, stop := range stops {
+		for k := min(len(stop)-1, len(text)); k > hold; k-- {
+			if strings.HasSuffix(text, stop[:k]) {
+				hold = k
+				break
+			}
+		}
+	}
+	// An incomplete rune at the end.
+	for k := 1; k <= min(utf8.UTFMax-1, len(text)); k++ {
+		if utf8.RuneStart(text[len(text)-k]) {
+			if !utf8.FullRuneInString(text[len(text)-k:]) {
+				hold = max(hold, k)
+			}
+			break
+		}
+	}
+	return hold
+}
+
+// streamChat generates j's choices one after the other, sending content as
+// it becomes safe to show and tool calls at the end of each choice.
+func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, req *chatRequest, j *job, parseTools bool) {
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	out := &sseWriter{w: w, rc: http.NewResponseController(w)}
+	base := chatChunk{
+		ID:             newID("chatcmpl-"),
+		Object:         "chat.completion.chunk",
+		Created:        time.Now().Unix(),
+		Model:          s.name,
+		WeightsVersion: j.w.version,
+	}
+	// The text that may not be sent: stop strings end the completion, and
+	// a <tool_call> block is sent as a tool call at the end.
+	cuts := append([]string{}, j.params.Stop...)
+	if parseTools {
+		cuts = append(cuts, tokenizer.ToolCall)
+	}
+	stopIDs := map[int32]bool{}
+	for _, name := range []string{tokenizer.EndOfText, tokenizer.ImEnd} {
+		if id, ok := s.tok.Special(name); ok {
+			stopIDs[id] = true
+		}
+	}
+	chunk := func(c chunkChoice) chatChunk {
+		k := base
+		k.Choices = []chunkChoice{c}
+		return k
+	}
+	u := usage{PromptTokens: len(j.prompt)}
+	for i := range j.n {
+		first := chunk(chunkChoice{Index: i, Delta: chatDelta{Role: "assistant", Content: new(string)}})
+		if req.ReturnTokenIDs && i == 0 {
+			first.PromptTokenIDs = j.prompt
+		}
+		if err := out.send(first); err != nil {
+			return
+		}
+		var (
+			text    strings.Builder
+			sent    int
+			pending []generate.Token
+		)
+		flush := func(delta string, finish *string, d chatDelta) error {
+			c := chunkChoice{Index: i, Delta: d, FinishReason: finish}
+			if delta != "" {
+				c.Delta.Content = &delta
+			}
+			if req.Logprobs && len(pending) > 0 {
+				c.Logprobs = s.chatLogprobs(pending, req.ReturnTokensAsTokenIDs)
+			}
+			if req.ReturnTokenIDs {
+				for _, t := range pending {
+					c.TokenIDs = append(c.TokenIDs, t.ID)
+				}
+			}
+			pending = pending[:0]
+			return out.send(chunk(c))
+		}
+		res, _, err := s.generate(r.Context(), j, i, func(t generate.Token) error {
+			pending = append(pending, t)
+			if !stopIDs[t.ID] {
+				text.Write(s.tokenBytes(t.ID))
+			}
+			visible := text.String()
+			for _, c := range cuts {
+				if k := strings.Index(visible, c); k >= 0 {
+					visible = visible[:k]
+				}
+			}
+			safe := len(visible) - heldBack(visible, cuts)
+			if safe > sent {
+				delta := visible[sent:safe]
+				sent = safe
+				if err := flush(delta, nil, chatDelta{}); err != nil {
+					return err
+				}
+			}
+			if s.onToken != nil {
+				s.onToken()
+			}
+			return nil
+		})
+		if err != nil {
+			if r.Context().Err() == nil {
+				var e *apiError
+				if !errors.As(err, &e) {
+					s.log.Error("stream failed", "err", err)
+					e = &apiError{status: http.StatusInternalServerError, Message: err.Error(), Type: "server_error"}
+				}
+				_ = out.send(map[string]any{"error": e})
+				_ = out.raw([]byte("[DONE]"))
+			}
+			return
+		}
+		u.CompletionTokens += len(res.Tokens)
+		msg, finish := s.assistantMessage(res.Text, res.FinishReason, parseTools)
+		var rest string
+		if msg.Content != nil && len(*msg.Content) >= sent && strings.HasPrefix(*msg.Content, res.Text[:sent]) {
+			rest = (*msg.Content)[sent:]
+		}
+		if rest != "" {
+			if err := flush(rest, nil, chatDelta{}); err != nil {
+				return
+			}
+		}
+		d := chatDelta{}
+		for k, c := range msg.ToolCalls {
+			c.Index = &k
+			d.ToolCalls = append(d.ToolCalls, c)
+		}
+		if err := flush("", &finish, d); err != nil {
+			return
+		}
+	}
+	if req.StreamOptions != nil && req.StreamOptions.IncludeUsage {
+		u.TotalTokens = u.PromptTokens + u.CompletionTokens
+		k := base
+		k.Choices = []chunkChoice{}
+		k.Usage = &u
+		if err := out.send(k); err != nil {
+			return
+		}
+	}
+	_ = out.raw([]byte("[DONE]"))
+}

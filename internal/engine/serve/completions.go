@@ -1,0 +1,237 @@
+package serve
+
+import (
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/verisim/verisim/internal/engine/generate"
+)
+
+type completionRequest struct {
+	sampling
+	Prompt *promptInput `json:"prompt"`
+	// Logprobs is how many alternatives to return per token; set (even
+	// to 0) it asks for the sampled tokens' logprobs.
+	Logprobs *int `json:"logprobs"`
+}
+
+type completionLogprobs struct {
+	Tokens        []string             `json:"tokens"`
+	TokenLogprobs []float32            `json:"token_logprobs"`
+	TopLogprobs   []map[string]float32 `json:"top_logprobs"`
+	TextOffset    []int                `json:"text_offset"`
+}
+
+type completionChoice struct {
+	Index        int                 `json:"index"`
+	Text         string              `json:"text"`
+	Logprobs     *completionLogprobs `json:"logprobs"`
+	FinishReason string              `json:"finish_reason"`
+	TokenIDs     []int32             `json:"token_ids,omitempty"`
+}
+
+type completionResponse struct {
+	ID             string             `json:"id"`
+	Object         string             `json:"object"`
+	Created        int64              `json:"created"`
+	Model          string             `json:"model"`
+	Choices        []completionChoice `json:"choices"`
+	Usage          usage              `json:"usage"`
+	WeightsVersion string             `json:"weights_version"`
+	PromptTokenIDs []int32            `json:"prompt_token_ids,omitempty"`
+}
+
+// checkIDs refuses token ids the tokenizer does not know.
+func (s *Server) checkIDs(param string, ids []int32) error {
+	for i, id := range ids {
+		if id < 0 || int(id) >= s.tok.VocabSize() {
+			return badRequest(param, "%s[%d]: token id %d is outside the vocabulary of %d", param, i, id, s.tok.VocabSize())
+		}
+	}
+	return nil
+}
+
+func (s *Server) completionJob(req *completionRequest) (*job, error) {
+	if err := s.checkModel(req.Model); err != nil {
+		return nil, err
+	}
+	if req.Stream {
+		return nil, badRequest("stream", "stream is not supported on /v1/completions; use /v1/chat/completions")
+	}
+	p, n, err := req.params(s.maxN, nil)
+	if err != nil {
+		return nil, err
+	}
+	if req.Logprobs != nil {
+		if *req.Logprobs < 0 || *req.Logprobs > generate.MaxTopLogprobs {
+			return nil, badRequest("logprobs", "logprobs must be between 0 and %d, got %d", generate.MaxTopLogprobs, *req.Logprobs)
+		}
+		p.Logprobs, p.TopLogprobs = true, *req.Logprobs
+	}
+	if req.Prompt == nil {
+		return nil, badRequest("prompt", "prompt is required")
+	}
+	prompt := req.Prompt.ids
+	if prompt == nil {
+		prompt = s.tok.Encode(req.Prompt.text)
+	} else if err := s.checkIDs("prompt", prompt); err != nil {
+		return nil, err
+	}
+	if len(prompt) == 0 {
+		return nil, badRequest("prompt", "prompt must not be empty")
+	}
+	w := s.cur.Load()
+	if max := w.m.Config.MaxPositionEmbeddings; len(prompt) > max {
+		return nil, contextError("prompt", &generate.ContextError{Prompt: len(prompt), Max: max})
+	}
+	return &job{w: w, prompt: prompt, params: p, n: n}, nil
+}
+
+func (s *Server) completionLogprobs(toks []generate.Token, asIDs bool) *completionLogprobs {
+	out := &completionLogprobs{}
+	off := 0
+	name := func(id int32) string {
+		if asIDs {
+			return fmt.Sprintf("token_id:%d", id)
+		}
+		return string(s.tokenBytes(id))
+	}
+	for _, t := range toks {
+		text := string(s.tokenBytes(t.ID))
+		out.Tokens = append(out.Tokens, name(t.ID))
+		out.TokenLogprobs = append(out.TokenLogprobs, t.Logprob)
+		top := make(map[string]float32, len(t.Top))
+		for _, a := range t.Top {
+			top[name(a.ID)] = a.Logprob
+		}
+		out.TopLogprobs = append(out.TopLogprobs, top)
+		out.TextOffset = append(out.TextOffset, off)
+		off += len(text)
+	}
+	return out
+}
+
+func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
+	var req completionRequest
+	if err := decodeStrict(r.Body, &req); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	j, err := s.completionJob(&req)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	w.Header().Set(WeightsVersionHeader, j.w.version)
+	resp := completionResponse{
+		ID:             newID("cmpl-"),
+		Object:         "text_completion",
+		Created:        time.Now().Unix(),
+		Model:          s.name,
+		WeightsVersion: j.w.version,
+		Usage:          usage{PromptTokens: len(j.prompt)},
+	}
+	if req.ReturnTokenIDs {
+		resp.PromptTokenIDs = j.prompt
+	}
+	for i := range j.n {
+		res, toks, err := s.generate(r.Context(), j, i, nil)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		c := completionChoice{Index: i, Text: res.Text, FinishReason: res.FinishReason}
+		if j.params.Logprobs {
+			c.Logprobs = s.completionLogprobs(toks, req.ReturnTokensAsTokenIDs)
+		}
+		if req.ReturnTokenIDs {
+			c.TokenIDs = res.Tokens
+		}
+		resp.Choices = append(resp.Choices, c)
+		resp.Usage.CompletionTokens += len(res.Tokens)
+	}
+	resp.Usage.TotalTokens = resp.Usage.PromptTokens + resp.Usage.CompletionTokens
+	writeJSON(w, http.StatusOK, resp)
+}
+
+type tokenizeRequest struct {
+	Model               string        `json:"model"`
+	Prompt              *string       `json:"prompt"`
+	Messages            []wireMessage `json:"messages"`
+	Tools               []wireTool    `json:"tools"`
+	AddGenerationPrompt *bool         `json:"add_generation_prompt"`
+	// AddSpecialTokens is accepted for vLLM compatibility; the tokenizer
+	// never adds any, the chat template does.
+	AddSpecialTokens *bool `json:"add_special_tokens"`
+}
+
+// handleTokenize encodes a prompt, or a conversation rendered as
+// /v1/chat/completions renders it (with the generation prompt unless
+// add_generation_prompt is false).
+func (s *Server) handleTokenize(w http.ResponseWriter, r *http.Request) {
+	var req tokenizeRequest
+	if err := decodeStrict(r.Body, &req); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if err := s.checkModel(req.Model); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	var ids []int32
+	switch {
+	case req.Prompt != nil && req.Messages != nil:
+		s.writeError(w, r, badRequest("messages", "give either prompt or messages, not both"))
+		return
+	case req.Prompt != nil:
+		ids = s.tok.Encode(*req.Prompt)
+	case req.Messages != nil:
+		msgs, tools, err := chatMessages(req.Messages, req.Tools)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		addGen := req.AddGenerationPrompt == nil || *req.AddGenerationPrompt
+		ids = s.tok.Encode(generate.RenderChat(msgs, tools, addGen))
+	default:
+		s.writeError(w, r, badRequest("prompt", "prompt or messages is required"))
+		return
+	}
+	if ids == nil {
+		ids = []int32{}
+	}
+	cur := s.cur.Load()
+	writeJSON(w, http.StatusOK, map[string]any{
+		"tokens":        ids,
+		"count":         len(ids),
+		"max_model_len": cur.m.Config.MaxPositionEmbeddings,
+	})
+}
+
+type detokenizeRequest struct {
+	Model  string  `json:"model"`
+	Tokens []int32 `json:"tokens"`
+}
+
+func (s *Server) handleDetokenize(w http.ResponseWriter, r *http.Request) {
+	var req detokenizeRequest
+	if err := decodeStrict(r.Body, &req); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if err := s.checkModel(req.Model); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if err := s.checkIDs("tokens", req.Tokens); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	text, err := s.tok.DecodeString(req.Tokens)
+	if err != nil {
+		s.writeError(w, r, badRequest("tokens", "%v", err))
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"prompt": text})
+}

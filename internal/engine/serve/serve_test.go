@@ -1,0 +1,347 @@
+package serve
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/verisim/verisim/internal/engine/generate"
+	"github.com/verisim/verisim/internal/engine/model"
+)
+
+const chatBody = `{"model":"toy","messages":[{"role":"system","content":"be brief"},{"role":"user","content":[{"type":"text","text":"what is the "},{"type":"text","text":"weather?"}]}],"max_tokens":12,"seed":%d%s}`
+
+func TestChatCompletion(t *testing.T) {
+	_, srv, dir := startServer(t)
+	var resp chatResponse
+	h := postOK(t, srv.URL+"/v1/chat/completions", fmt.Sprintf(chatBody, 5, `,"return_token_ids":true,"logprobs":true,"top_logprobs":3`), &resp)
+
+	if got := h.Get(WeightsVersionHeader); got != "0" {
+		t.Errorf("%s = %q, want 0", WeightsVersionHeader, got)
+	}
+	if resp.WeightsVersion != "0" || resp.Object != "chat.completion" || resp.Model != "toy" {
+		t.Errorf("weights_version %q, object %q, model %q", resp.WeightsVersion, resp.Object, resp.Model)
+	}
+	if len(resp.Choices) != 1 {
+		t.Fatalf("%d choices, want 1", len(resp.Choices))
+	}
+	c := resp.Choices[0]
+	if c.FinishReason != "stop" && c.FinishReason != "length" {
+		t.Errorf("finish_reason %q", c.FinishReason)
+	}
+	if c.Message.Role != "assistant" || c.Message.Content == nil {
+		t.Errorf("message %+v", c.Message)
+	}
+
+	// prompt_token_ids are the tokens of the rendered conversation.
+	tok := testTokenizer(t)
+	want := tok.Encode(generate.RenderChat([]generate.Message{
+		{Role: "system", Content: "be brief"},
+		{Role: "user", Content: "what is the weather?"},
+	}, nil, true))
+	if !slices.Equal(resp.PromptTokenIDs, want) {
+		t.Errorf("prompt_token_ids = %v, want %v", resp.PromptTokenIDs, want)
+	}
+	u := resp.Usage
+	if u.PromptTokens != len(want) || u.CompletionTokens != len(c.TokenIDs) || u.TotalTokens != u.PromptTokens+u.CompletionTokens || len(c.TokenIDs) == 0 {
+		t.Errorf("usage %+v with %d prompt and %d completion ids", u, len(want), len(c.TokenIDs))
+	}
+
+	// Logprobs equal a full forward over prompt+completion.
+	m, err := model.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seq := append(slices.Clone(want), c.TokenIDs...)
+	logits, err := m.Forward(m.NewKVCache(), seq, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Logprobs == nil || len(c.Logprobs.Content) != len(c.TokenIDs) {
+		t.Fatalf("logprobs %+v for %d tokens", c.Logprobs, len(c.TokenIDs))
+	}
+	vocab := m.Config.VocabSize
+	for i, id := range c.TokenIDs {
+		row := len(want) - 1 + i
+		lp := model.LogSoftmax(logits[row*vocab : (row+1)*vocab])
+		e := c.Logprobs.Content[i]
+		if d := math.Abs(float64(e.Logprob - lp[id])); d >= 1e-4 {
+			t.Errorf("token %d: logprob %v, full forward %v", i, e.Logprob, lp[id])
+		}
+		if len(e.TopLogprobs) != 3 {
+			t.Errorf("token %d: %d top_logprobs, want 3", i, len(e.TopLogprobs))
+		}
+		b, err := tok.Decode([]int32{id})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := make([]byte, len(e.Bytes))
+		for k, v := range e.Bytes {
+			got[k] = byte(v)
+		}
+		if !slices.Equal(got, b) {
+			t.Errorf("token %d: bytes %q, want %q", i, got, b)
+		}
+	}
+}
+
+func TestChatStream(t *testing.T) {
+	_, srv, _ := startServer(t)
+	var plain chatResponse
+	postOK(t, srv.URL+"/v1/chat/completions", fmt.Sprintf(chatBody, 9, `,"stop":["zz"]`), &plain)
+
+	resp, err := http.Post(srv.URL+"/v1/chat/completions", "application/json",
+		strings.NewReader(fmt.Sprintf(chatBody, 9, `,"stop":"zz","stream":true,"stream_options":{"include_usage":true}`)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
+		t.Errorf("Content-Type %q", ct)
+	}
+	if v := resp.Header.Get(WeightsVersionHeader); v != "0" {
+		t.Errorf("%s = %q", WeightsVersionHeader, v)
+	}
+	got := collectStream(t, readSSE(t, resp.Body))
+	if got.content != *plain.Choices[0].Message.Content {
+		t.Errorf("streamed content %q, non-streamed %q", got.content, *plain.Choices[0].Message.Content)
+	}
+	if got.finish != plain.Choices[0].FinishReason {
+		t.Errorf("streamed finish %q, non-streamed %q", got.finish, plain.Choices[0].FinishReason)
+	}
+	if got.version != "0" || got.chunks < 3 {
+		t.Errorf("version %q, %d chunks", got.version, got.chunks)
+	}
+	if got.usage == nil || *got.usage != plain.Usage {
+		t.Errorf("stream usage %+v, want %+v", got.usage, plain.Usage)
+	}
+}
+
+func TestHeldBack(t *testing.T) {
+	stops := []string{"STOP", "<tool_call>"}
+	for _, tc := range []struct {
+		text string
+		want int
+	}{
+		{"hello", 0},
+		{"hello ST", 2},
+		{"hello <tool", 5},
+		{"a\xe2\x82", 2}, // first two bytes of "€"
+		{"a€", 0},
+	} {
+		if got := heldBack(tc.text, stops); got != tc.want {
+			t.Errorf("heldBack(%q) = %d, want %d", tc.text, got, tc.want)
+		}
+	}
+}
+
+func TestSeedReproducible(t *testing.T) {
+	_, srv, _ := startServer(t)
+	ids := func(seed int, extra string) [][]int32 {
+		var r chatResponse
+		postOK(t, srv.URL+"/v1/chat/completions", fmt.Sprintf(chatBody, seed, `,"return_token_ids":true`+extra), &r)
+		var out [][]int32
+		for _, c := range r.Choices {
+			out = append(out, c.TokenIDs)
+		}
+		return out
+	}
+	a, b, c := ids(11, ""), ids(11, ""), ids(12, "")
+	if !slices.Equal(a[0], b[0]) {
+		t.Errorf("seed 11 gave %v then %v", a[0], b[0])
+	}
+	if slices.Equal(a[0], c[0]) {
+		t.Errorf("seeds 11 and 12 both gave %v", a[0])
+	}
+	// Choice i of an n>1 request uses seed+i.
+	n := ids(11, `,"n":2`)
+	if len(n) != 2 || !slices.Equal(n[0], a[0]) || !slices.Equal(n[1], c[0]) {
+		t.Errorf("n=2 seed 11 gave %v, want [%v %v]", n, a[0], c[0])
+	}
+}
+
+func TestCompletions(t *testing.T) {
+	_, srv, _ := startServer(t)
+	tok := testTokenizer(t)
+	prompt := tok.Encode("the quick brown fox")
+	ids, _ := json.Marshal(prompt)
+	var byText, byIDs completionResponse
+	postOK(t, srv.URL+"/v1/completions", `{"prompt":"the quick brown fox","max_tokens":6,"seed":3,"logprobs":2,"return_token_ids":true}`, &byText)
+	postOK(t, srv.URL+"/v1/completions", `{"prompt":`+string(ids)+`,"max_tokens":6,"seed":3,"logprobs":2,"return_token_ids":true}`, &byIDs)
+	if !slices.Equal(byText.PromptTokenIDs, prompt) || !slices.Equal(byIDs.PromptTokenIDs, prompt) {
+		t.Errorf("prompt_token_ids %v and %v, want %v", byText.PromptTokenIDs, byIDs.PromptTokenIDs, prompt)
+	}
+	a, b := byText.Choices[0], byIDs.Choices[0]
+	if a.Text != b.Text || !slices.Equal(a.TokenIDs, b.TokenIDs) || len(a.TokenIDs) == 0 {
+		t.Errorf("text prompt gave %q %v, id prompt %q %v", a.Text, a.TokenIDs, b.Text, b.TokenIDs)
+	}
+	lp := a.Logprobs
+	if byText.Object != "text_completion" || lp == nil || len(lp.Tokens) != len(a.TokenIDs) || len(lp.TokenLogprobs) != len(a.TokenIDs) || len(lp.TopLogprobs) != len(a.TokenIDs) || len(lp.TextOffset) != len(a.TokenIDs) {
+		t.Fatalf("object %q, logprobs %+v for %d tokens", byText.Object, lp, len(a.TokenIDs))
+	}
+	for i, top := range lp.TopLogprobs {
+		if len(top) == 0 || len(top) > 2 {
+			t.Errorf("token %d: %d alternatives, want 1 or 2", i, len(top))
+		}
+	}
+}
+
+func TestBadInput(t *testing.T) {
+	_, srv, _ := startServer(t)
+	long := strings.Repeat("the quick brown fox jumps over the lazy dog. ", 200)
+	for _, tc := range []struct {
+		name, path, body string
+		status           int
+		msg              string
+	}{
+		{"invalid json", "/v1/chat/completions", `{"messages":`, 400, "invalid JSON"},
+		{"not an object", "/v1/chat/completions", `[1,2]`, 400, "invalid JSON"},
+		{"trailing data", "/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"}]} {}`, 400, "data after"},
+		{"unknown field", "/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"}],"frobnicate":1}`, 400, `unknown field "frobnicate"`},
+		{"unknown part field", "/v1/chat/completions", `{"messages":[{"role":"user","content":[{"type":"text","text":"a","x":1}]}]}`, 400, `unknown field "x"`},
+		{"n too large", "/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"}],"n":5}`, 400, "n must be between 1 and 4, got 5"},
+		{"n zero", "/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"}],"n":0}`, 400, "n must be between 1 and 4"},
+		{"negative max_tokens", "/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"}],"max_tokens":-1}`, 400, "max_tokens must be >= 0, got -1"},
+		{"bad temperature", "/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"}],"temperature":-2}`, 400, "temperature"},
+		{"wrong type", "/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"}],"n":"two"}`, 400, `"n"`},
+		{"empty messages", "/v1/chat/completions", `{"messages":[]}`, 400, "messages must not be empty"},
+		{"bad role", "/v1/chat/completions", `{"messages":[{"role":"wizard","content":"hi"}]}`, 400, `unknown role "wizard"`},
+		{"tool_choice required", "/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"}],"tool_choice":"required"}`, 400, "tool_choice"},
+		{"wrong model", "/v1/chat/completions", `{"model":"gpt-9","messages":[{"role":"user","content":"hi"}]}`, 404, `model "gpt-9" does not exist`},
+		{"chat over context", "/v1/chat/completions", `{"messages":[{"role":"user","content":"` + long + `"}]}`, 400, fmt.Sprintf("exceeds the model's context of %d positions", testMaxPos)},
+		{"prompt over context", "/v1/completions", `{"prompt":"` + long + `"}`, 400, fmt.Sprintf("exceeds the model's context of %d positions", testMaxPos)},
+		{"prompt id out of vocab", "/v1/completions", `{"prompt":[1,99999]}`, 400, "token id 99999"},
+		{"batched prompt", "/v1/completions", `{"prompt":["a","b"]}`, 400, "batched prompts"},
+		{"completion stream", "/v1/completions", `{"prompt":"a","stream":true}`, 400, "stream is not supported"},
+		{"detokenize bad id", "/detokenize", `{"tokens":[-1]}`, 400, "token id -1"},
+		{"reload without version", "/admin/reload", `{"path":"/nowhere"}`, 400, "version is required"},
+		{"reload missing dir", "/admin/reload", `{"path":"/nowhere","version":"x"}`, 400, "/nowhere"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			status, _, b := post(t, srv.URL+tc.path, tc.body)
+			var e struct {
+				Error struct {
+					Message, Type string
+					Param, Code   *string
+				}
+			}
+			if err := json.Unmarshal(b, &e); err != nil {
+				t.Fatalf("status %d, body %s: %v", status, b, err)
+			}
+			if status != tc.status || !strings.Contains(e.Error.Message, tc.msg) || e.Error.Type != "invalid_request_error" {
+				t.Errorf("status %d, error %+v; want %d with %q", status, e.Error, tc.status, tc.msg)
+			}
+		})
+	}
+	// The prompt-length message names both lengths.
+	_, _, b := post(t, srv.URL+"/v1/completions", `{"prompt":"`+long+`"}`)
+	n := len(testTokenizer(t).Encode(long))
+	if !strings.Contains(string(b), fmt.Sprintf("prompt of %d tokens", n)) {
+		t.Errorf("context error %s does not give the prompt's %d tokens", b, n)
+	}
+	// Still serving.
+	var r chatResponse
+	postOK(t, srv.URL+"/v1/chat/completions", fmt.Sprintf(chatBody, 1, ""), &r)
+	if len(r.Choices) != 1 {
+		t.Errorf("after bad input: %d choices", len(r.Choices))
+	}
+}
+
+func TestTokenizeRoundTrip(t *testing.T) {
+	_, srv, _ := startServer(t)
+	for _, text := range []string{"the quick brown fox", "<|im_start|>user\nhi ünïcode<|im_end|>", ""} {
+		body, _ := json.Marshal(map[string]string{"prompt": text})
+		var tk struct {
+			Tokens      []int32 `json:"tokens"`
+			Count       int     `json:"count"`
+			MaxModelLen int     `json:"max_model_len"`
+		}
+		postOK(t, srv.URL+"/tokenize", string(body), &tk)
+		if tk.Count != len(tk.Tokens) || tk.MaxModelLen != testMaxPos || !slices.Equal(tk.Tokens, testTokenizer(t).Encode(text)) {
+			t.Errorf("tokenize %q = %+v", text, tk)
+		}
+		ids, _ := json.Marshal(map[string][]int32{"tokens": tk.Tokens})
+		var dt struct {
+			Prompt string `json:"prompt"`
+		}
+		postOK(t, srv.URL+"/detokenize", string(ids), &dt)
+		if dt.Prompt != text {
+			t.Errorf("detokenize(tokenize(%q)) = %q", text, dt.Prompt)
+		}
+	}
+	// messages render as chat completions renders them.
+	var tk struct {
+		Tokens []int32 `json:"tokens"`
+	}
+	postOK(t, srv.URL+"/tokenize", `{"messages":[{"role":"user","content":"hi"}]}`, &tk)
+	want := testTokenizer(t).Encode(generate.RenderChat([]generate.Message{{Role: "user", Content: "hi"}}, nil, true))
+	if !slices.Equal(tk.Tokens, want) {
+		t.Errorf("tokenize messages = %v, want %v", tk.Tokens, want)
+	}
+}
+
+func TestModelsAndHealth(t *testing.T) {
+	_, srv, _ := startServer(t)
+	resp, err := http.Get(srv.URL + "/v1/models")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var list struct {
+		Object string
+		Data   []struct{ ID, Object string }
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&list); err != nil {
+		t.Fatal(err)
+	}
+	if list.Object != "list" || len(list.Data) != 1 || list.Data[0].ID != "toy" {
+		t.Errorf("models %+v", list)
+	}
+	h, err := http.Get(srv.URL + "/health")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Body.Close()
+	if h.StatusCode != 200 {
+		t.Errorf("/health status %d", h.StatusCode)
+	}
+}
+
+func TestNewErrors(t *testing.T) {
+	if _, err := New(Options{ModelDir: t.TempDir()}); err == nil || !strings.Contains(err.Error(), TokenizerFile) {
+		t.Errorf("New on an empty dir: %v, want an error naming %s", err, TokenizerFile)
+	}
+}
+
+// TestConcurrentRequests runs chat requests in parallel; under -race it
+// checks that requests share nothing mutable.
+func TestConcurrentRequests(t *testing.T) {
+	_, srv, _ := startServer(t)
+	var want chatResponse
+	postOK(t, srv.URL+"/v1/chat/completions", fmt.Sprintf(chatBody, 4, `,"return_token_ids":true`), &want)
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			var got chatResponse
+			resp, err := http.Post(srv.URL+"/v1/chat/completions", "application/json", strings.NewReader(fmt.Sprintf(chatBody, 4, `,"return_token_ids":true`)))
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer resp.Body.Close()
+			if err := json.NewDecoder(resp.Body).Decode(&got); err != nil || len(got.Choices) != 1 {
+				t.Errorf("status %d, %+v: %v", resp.StatusCode, got, err)
+				return
+			}
+			if !slices.Equal(got.Choices[0].TokenIDs, want.Choices[0].TokenIDs) {
+				t.Errorf("concurrent request gave %v, want %v", got.Choices[0].TokenIDs, want.Choices[0].TokenIDs)
+			}
+		})
+	}
+	wg.Wait()
+}
