@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"slices"
+
+	"github.com/verisim/verisim/internal/engine/gemm"
 )
 
 // KVCache holds one sequence's keys and values, per layer [pos, kv_heads,
@@ -88,7 +90,7 @@ func (m *Model) Forward(cache *KVCache, tokens []int32, pos int) ([]float32, err
 	c.kk, c.vv = grow(c.kk, T*kvDim), grow(c.vv, T*kvDim)
 	c.gate, c.up = grow(c.gate, T*I), grow(c.up, T*I)
 	c.cos, c.sin = grow(c.cos, T*hd/2), grow(c.sin, T*hd/2)
-	c.scores = grow(c.scores, pos+T)
+	c.scores = grow(c.scores, T*(pos+T))
 	x, h := c.x, c.h
 	ropeTables(c.cos, c.sin, pos, T, hd, cfg.RopeTheta)
 
@@ -109,7 +111,7 @@ func (m *Model) Forward(cache *KVCache, tokens []int32, pos int) ([]float32, err
 		rope(c.kk, c.cos, c.sin, hd)
 		c.k[li] = append(c.k[li], c.kk...)
 		c.v[li] = append(c.v[li], c.vv...)
-		attention(c.att, c.q, c.k[li], c.v[li], c.scores, pos, nH, nKV, hd)
+		attention(mm, c.att, c.q, c.k[li], c.v[li], c.scores, pos, nH, nKV, hd)
 		mm.MatMulT(h, c.att, l.O, T, H, qDim)
 		addBias(h, l.OBias)
 		addTo(x, h)
@@ -182,41 +184,40 @@ func rope(x, cos, sin []float32, headDim int) {
 // (queries at positions pos0, pos0+1, …, [rows, heads·headDim]) over the
 // cached keys and values ([pos, kvHeads·headDim], the new rows included),
 // writing [rows, heads·headDim] to out. Query head h reads kv head
-// h/(heads/kvHeads). scores needs room for every cached position.
-func attention(out, q, k, v, scores []float32, pos0, heads, kvHeads, headDim int) {
+// h/(heads/kvHeads). scores needs room for rows × cached positions.
+//
+// Per head, the scores Q·Kᵀ and the output P·V are two strided matrix
+// products through the gemm kernels (the prompt's rows at once); the mask
+// and softmax run per row in between. Scores a row may not see (later
+// positions) are computed by the product and then dropped.
+func attention(mm gemm.Config, out, q, k, v, scores []float32, pos0, heads, kvHeads, headDim int) {
 	qDim, kvDim, group := heads*headDim, kvHeads*headDim, heads/kvHeads
+	rows := len(q) / qDim
+	ctx := pos0 + rows
 	scale := float32(1 / math.Sqrt(float64(headDim)))
-	for t := range len(q) / qDim {
-		ctx := pos0 + t + 1
-		for h := range heads {
-			qh := q[t*qDim+h*headDim : t*qDim+(h+1)*headDim]
-			kvOff := (h / group) * headDim
-			sc := scores[:ctx]
+	sc := scores[:rows*ctx]
+	for h := range heads {
+		kvOff := (h / group) * headDim
+		mm.Sgemm(false, true, rows, ctx, headDim, scale, q[h*headDim:], qDim, k[kvOff:], kvDim, 0, sc, ctx)
+		for t := range rows {
+			row := sc[t*ctx : (t+1)*ctx]
+			see := pos0 + t + 1
 			maxS := float32(math.Inf(-1))
-			for s := range ctx {
-				kh := k[s*kvDim+kvOff : s*kvDim+kvOff+headDim]
-				var d float32
-				for i, qv := range qh {
-					d += qv * kh[i]
-				}
-				sc[s] = d * scale
-				maxS = max(maxS, sc[s])
+			for _, x := range row[:see] {
+				maxS = max(maxS, x)
 			}
 			var sum float32
-			for s := range sc {
-				sc[s] = float32(math.Exp(float64(sc[s] - maxS)))
-				sum += sc[s]
+			for s := range row[:see] {
+				row[s] = float32(math.Exp(float64(row[s] - maxS)))
+				sum += row[s]
 			}
-			o := out[t*qDim+h*headDim : t*qDim+(h+1)*headDim]
-			clear(o)
-			for s, p := range sc {
-				p /= sum
-				vh := v[s*kvDim+kvOff : s*kvDim+kvOff+headDim]
-				for i, vv := range vh {
-					o[i] += p * vv
-				}
+			inv := 1 / sum
+			for s := range row[:see] {
+				row[s] *= inv
 			}
+			clear(row[see:])
 		}
+		mm.Sgemm(false, false, rows, headDim, ctx, 1, sc, ctx, v[kvOff:], kvDim, 0, out[h*headDim:], qDim)
 	}
 }
 
