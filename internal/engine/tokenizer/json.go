@@ -31,7 +31,9 @@ func unsupported(field string, value any, want string) error {
 	return &UnsupportedError{Field: field, Value: string(v), Want: want}
 }
 
-type fileJSON struct {
+// fileJSON is tokenizer.json. M is the type of one merge: read as raw JSON
+// (a "a b" string or an ["a", "b"] pair, both in use), written as pairs.
+type fileJSON[M any] struct {
 	Version       string          `json:"version"`
 	Truncation    json.RawMessage `json:"truncation"`
 	Padding       json.RawMessage `json:"padding"`
@@ -40,20 +42,20 @@ type fileJSON struct {
 	PreTokenizer  json.RawMessage `json:"pre_tokenizer"`
 	PostProcessor json.RawMessage `json:"post_processor"`
 	Decoder       json.RawMessage `json:"decoder"`
-	Model         modelJSON       `json:"model"`
+	Model         modelJSON[M]    `json:"model"`
 }
 
-type modelJSON struct {
-	Type                    string            `json:"type"`
-	Dropout                 *float64          `json:"dropout"`
-	UnkToken                *string           `json:"unk_token"`
-	ContinuingSubwordPrefix *string           `json:"continuing_subword_prefix"`
-	EndOfWordSuffix         *string           `json:"end_of_word_suffix"`
-	FuseUnk                 bool              `json:"fuse_unk"`
-	ByteFallback            bool              `json:"byte_fallback"`
-	IgnoreMerges            bool              `json:"ignore_merges"`
-	Vocab                   vocabJSON         `json:"vocab"`
-	Merges                  []json.RawMessage `json:"merges"`
+type modelJSON[M any] struct {
+	Type                    string    `json:"type"`
+	Dropout                 *float64  `json:"dropout"`
+	UnkToken                *string   `json:"unk_token"`
+	ContinuingSubwordPrefix *string   `json:"continuing_subword_prefix"`
+	EndOfWordSuffix         *string   `json:"end_of_word_suffix"`
+	FuseUnk                 bool      `json:"fuse_unk"`
+	ByteFallback            bool      `json:"byte_fallback"`
+	IgnoreMerges            bool      `json:"ignore_merges"`
+	Vocab                   vocabJSON `json:"vocab"`
+	Merges                  []M       `json:"merges"`
 }
 
 // vocabJSON writes the vocabulary in id order, as Hugging Face does, rather
@@ -120,7 +122,7 @@ func Load(path string) (*Tokenizer, error) {
 // model. Merges may be "a b" strings or ["a","b"] pairs. Settings that would
 // change ids in ways verisim does not implement give an *UnsupportedError.
 func Parse(data []byte) (*Tokenizer, error) {
-	var f fileJSON
+	var f fileJSON[json.RawMessage]
 	if err := json.Unmarshal(data, &f); err != nil {
 		return nil, fmt.Errorf("parse tokenizer.json: %w", err)
 	}
@@ -346,31 +348,6 @@ func mustJSON(v any) json.RawMessage {
 	return b
 }
 
-type outFile struct {
-	Version       string          `json:"version"`
-	Truncation    json.RawMessage `json:"truncation"`
-	Padding       json.RawMessage `json:"padding"`
-	AddedTokens   []addedToken    `json:"added_tokens"`
-	Normalizer    json.RawMessage `json:"normalizer"`
-	PreTokenizer  json.RawMessage `json:"pre_tokenizer"`
-	PostProcessor json.RawMessage `json:"post_processor"`
-	Decoder       json.RawMessage `json:"decoder"`
-	Model         outModel        `json:"model"`
-}
-
-type outModel struct {
-	Type                    string      `json:"type"`
-	Dropout                 *float64    `json:"dropout"`
-	UnkToken                *string     `json:"unk_token"`
-	ContinuingSubwordPrefix *string     `json:"continuing_subword_prefix"`
-	EndOfWordSuffix         *string     `json:"end_of_word_suffix"`
-	FuseUnk                 bool        `json:"fuse_unk"`
-	ByteFallback            bool        `json:"byte_fallback"`
-	IgnoreMerges            bool        `json:"ignore_merges"`
-	Vocab                   vocabJSON   `json:"vocab"`
-	Merges                  [][2]string `json:"merges"`
-}
-
 // Marshal writes t as tokenizer.json, merges as pairs. Parse(Marshal())
 // gives a tokenizer with the same ids, and Marshal of that the same bytes.
 func (t *Tokenizer) Marshal() ([]byte, error) {
@@ -383,7 +360,7 @@ func (t *Tokenizer) Marshal() ([]byte, error) {
 	if added == nil {
 		added = []addedToken{}
 	}
-	f := outFile{
+	f := fileJSON[[2]string]{
 		Version:       "1.0",
 		Truncation:    json.RawMessage("null"),
 		Padding:       json.RawMessage("null"),
@@ -392,7 +369,7 @@ func (t *Tokenizer) Marshal() ([]byte, error) {
 		PreTokenizer:  t.meta.preTokenizer,
 		PostProcessor: t.meta.postProcessor,
 		Decoder:       t.meta.decoder,
-		Model: outModel{
+		Model: modelJSON[[2]string]{
 			Type:         "BPE",
 			UnkToken:     t.meta.unkToken,
 			FuseUnk:      t.meta.fuseUnk,
