@@ -18,9 +18,58 @@ func (a *app) benchCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:     "bench",
 		Short:   "Measure verisim against its peers, side by side",
-		Example: "  verisim bench sandbox --runs 200\n  verisim bench rollout",
+		Example: "  verisim bench sandbox --runs 200\n  verisim bench rollout\n  verisim bench engine",
 	}
-	c.AddCommand(a.benchSandboxCmd(), a.benchRolloutCmd())
+	c.AddCommand(a.benchSandboxCmd(), a.benchRolloutCmd(), a.benchEngineCmd())
+	return c
+}
+
+func (a *app) benchEngineCmd() *cobra.Command {
+	var (
+		sizes, arch   string
+		steps, prompt int
+	)
+	c := &cobra.Command{
+		Use:   "engine",
+		Short: "Built-in engine: decode tokens/s, time to first token, reload to first token",
+		Long: `Measures the built-in inference engine on randomly initialised models of each
+size (vocabulary 8192): decode throughput at batch 1 and 32 with where a
+step's time goes (matmul, attention, the rest) and what sampling costs, time
+to first token for a --prompt-token prompt through the HTTP server beside the
+prefill alone, and the time from POST /admin/reload of a bf16 checkpoint to
+the first token on the new weights. The matrix kernels' comparison with gonum
+is a Go benchmark: go test -bench Sgemm ./internal/engine/gemm/.`,
+		Example: `  verisim bench engine
+  verisim bench engine --sizes tiny --arch moe`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if steps < 4 || prompt < 1 {
+				return usageErr("use --steps ≥ 4 and --prompt ≥ 1")
+			}
+			dir, err := os.MkdirTemp("", "verisim-bench-")
+			if err != nil {
+				return err
+			}
+			defer os.RemoveAll(dir)
+			var ss []string
+			for _, s := range strings.Split(sizes, ",") {
+				if s = strings.TrimSpace(s); s != "" {
+					ss = append(ss, s)
+				}
+			}
+			t, err := bench.Engine(cmd.Context(), bench.EngineOptions{Sizes: ss, Arch: arch, Steps: steps, Prompt: prompt, Dir: dir, Progress: os.Stderr})
+			if err != nil {
+				return withCode(exitFailure, err)
+			}
+			fmt.Printf("\nverisim bench engine --sizes %s --arch %s\n\n", sizes, arch)
+			return t.Write(os.Stdout)
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&sizes, "sizes", "tiny,small", "model sizes, comma-separated")
+	f.StringVar(&arch, "arch", "llama", "architecture: llama or moe")
+	f.IntVar(&steps, "steps", 32, "decode steps timed per batch size")
+	f.IntVar(&prompt, "prompt", 1000, "prompt length in tokens for time to first token")
 	return c
 }
 

@@ -17,7 +17,7 @@ import (
 func (a *app) serveCmd() *cobra.Command {
 	var (
 		dir, addr, name, version string
-		maxN                     int
+		maxN, maxBatch           int
 	)
 	c := &cobra.Command{
 		Use:   "serve --model DIR [--addr HOST:PORT]",
@@ -37,7 +37,7 @@ started with. GET /metrics is Prometheus, GET /health the liveness check.`,
 			if dir == "" {
 				return usageErr("--model DIR is required (see verisim model init)")
 			}
-			srv, err := serve.New(serve.Options{ModelDir: dir, ModelName: name, WeightsVersion: version, MaxN: maxN, Logger: a.log})
+			srv, err := serve.New(serve.Options{ModelDir: dir, ModelName: name, WeightsVersion: version, MaxN: maxN, MaxBatch: maxBatch, Logger: a.log})
 			if err != nil {
 				return withCode(exitFailure, err)
 			}
@@ -47,6 +47,12 @@ started with. GET /metrics is Prometheus, GET /health the liveness check.`,
 			}
 			hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 30 * time.Second}
 			fmt.Fprintf(os.Stderr, "serving %s on http://%s\n", dir, ln.Addr())
+			// The decode loop outlives the HTTP server's shutdown, so
+			// requests in flight during it finish.
+			loopCtx, stopLoop := context.WithCancel(context.WithoutCancel(cmd.Context()))
+			loopDone := make(chan error, 1)
+			go func() { loopDone <- srv.Run(loopCtx) }()
+			defer func() { stopLoop(); <-loopDone }()
 			errc := make(chan error, 1)
 			go func() { errc <- hs.Serve(ln) }()
 			select {
@@ -68,5 +74,6 @@ started with. GET /metrics is Prometheus, GET /health the liveness check.`,
 	f.StringVar(&name, "name", "", "model name the API reports (default: the directory's name)")
 	f.StringVar(&version, "weights-version", "", "version of the weights being served (default: 0)")
 	f.IntVar(&maxN, "max-n", 8, "most samples one request may ask for (n)")
+	f.IntVar(&maxBatch, "max-batch", 32, "most sequences decoded together in one step")
 	return c
 }

@@ -69,10 +69,25 @@ func TestModelInit(t *testing.T) {
 	if err != nil || len(logits) != len(ids)*m.Config.VocabSize {
 		t.Fatalf("forward: %d logits, %v", len(logits), err)
 	}
+	moe := filepath.Join(t.TempDir(), "moe")
+	if r := runVerisim(t, nil, "model", "init", "--tokenizer", tok, "--size", "tiny", "--arch", "moe", "--out", moe); r.code != 0 || !strings.Contains(r.stderr, "tiny moe model") {
+		t.Fatalf("model init --arch moe: exit %d %s", r.code, r.stderr)
+	}
+	mm, err := model.Load(moe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !mm.Config.MoE() || mm.Config.NumLocalExperts != 8 {
+		t.Errorf("--arch moe wrote %+v", mm.Config)
+	}
+	mc := mm.NewKVCache()
+	if _, err := mm.Forward(mc, ids, 0); err != nil || len(mc.Routes(0, len(ids))[0]) != mm.Config.NumHiddenLayers*2 {
+		t.Fatalf("moe forward: %v", err)
+	}
 	for _, bad := range [][]string{
 		{"model", "init", "--tokenizer", tok, "--out", out},                                   // exists
 		{"model", "init", "--tokenizer", tok, "--out", t.TempDir() + "/x", "--size", "huge"},  // unknown size
-		{"model", "init", "--tokenizer", tok, "--out", t.TempDir() + "/y", "--arch", "moe"},   // not built
+		{"model", "init", "--tokenizer", tok, "--out", t.TempDir() + "/y", "--arch", "gpt2"},  // unknown arch
 		{"model", "init", "--tokenizer", tok, "--out", t.TempDir() + "/z", "--dtype", "int8"}, // dtype
 		{"model", "init", "--tokenizer", filepath.Join(corpus, "a.go"), "--out", t.TempDir() + "/w"},
 	} {

@@ -30,6 +30,12 @@ type Result struct {
 	FinishReason string
 	// PromptTokens is len(prompt).
 	PromptTokens int
+	// For a mixture-of-experts model, the experts each position was
+	// routed to, in model.KVCache.Routes' layout (layer·k + j):
+	// PromptRoutes one entry per prompt token, Routes one per completion
+	// token. The last completion token was never run through the model,
+	// so its entry is empty. Nil for a dense model.
+	PromptRoutes, Routes [][]int32
 }
 
 // ContextError reports a prompt that does not fit the model's context.
@@ -49,79 +55,159 @@ func (e *ContextError) Error() string {
 // emit, if not nil, is called with each token as soon as it is sampled; an
 // error from it ends generation and is returned. When ctx ends, Generate
 // returns what it has generated so far together with ctx's error.
-func Generate(ctx context.Context, m *model.Model, tok *tokenizer.Tokenizer, prompt []int32, p Params, emit func(Token) error) (res Result, err error) {
-	res.PromptTokens = len(prompt)
-	if len(prompt) == 0 {
-		return res, fmt.Errorf("%w: empty prompt", ErrParams)
+//
+// Generate decodes one sequence on its own; a Batcher decodes the
+// sequences of concurrent requests together.
+func Generate(ctx context.Context, m *model.Model, tok *tokenizer.Tokenizer, prompt []int32, p Params, emit func(Token) error) (Result, error) {
+	d, err := newDecoder(m, tok, prompt, p)
+	if err != nil || d.done {
+		return d.result(), err
 	}
-	if len(p.Stop) > 0 && tok == nil {
-		return res, fmt.Errorf("%w: stop strings need a tokenizer", ErrParams)
-	}
-	maxPos := m.Config.MaxPositionEmbeddings
-	if len(prompt) > maxPos {
-		return res, &ContextError{Prompt: len(prompt), Max: maxPos}
-	}
-	s, err := NewSampler(p)
-	if err != nil {
-		return res, err
-	}
-	budget := maxPos - len(prompt)
-	if p.MaxTokens > 0 {
-		budget = min(budget, p.MaxTokens)
-	}
-	if budget == 0 {
-		res.FinishReason = FinishLength
-		return res, nil
-	}
-	stops := stopTokens(tok, p.StopTokens)
-	text := stopMatcher{stops: p.Stop}
-
 	if err := ctx.Err(); err != nil {
-		return res, err
+		return d.result(), err
 	}
 	cache := m.NewKVCache()
-	logits, err := m.Forward(cache, prompt, 0)
+	logits, err := prefill(m, cache, prompt)
 	if err != nil {
-		return res, fmt.Errorf("prefill %d tokens: %w", len(prompt), err)
+		return d.result(), err
 	}
-	vocab := m.Config.VocabSize
-	logits = logits[len(logits)-vocab:]
-	defer func() { res.Text = text.String() }()
+	d.prefilled(cache)
 	for {
-		t := s.Sample(logits)
-		res.Tokens = append(res.Tokens, t.ID)
-		if p.Logprobs {
-			res.Logprobs = append(res.Logprobs, t.Logprob)
-		}
-		stopped := slices.Contains(stops, t.ID)
-		if !stopped && tok != nil {
-			b, err := tok.Decode([]int32{t.ID})
-			if err != nil {
-				return res, fmt.Errorf("decode sampled token: %w", err)
-			}
-			stopped = text.add(b)
+		t, err := d.next(logits)
+		if err != nil {
+			return d.result(), err
 		}
 		if emit != nil {
 			if err := emit(t); err != nil {
-				return res, err
+				return d.result(), err
 			}
 		}
-		switch {
-		case stopped:
-			res.FinishReason = FinishStop
-			return res, nil
-		case len(res.Tokens) == budget:
-			res.FinishReason = FinishLength
-			return res, nil
+		if d.done {
+			return d.result(), nil
 		}
 		if err := ctx.Err(); err != nil {
-			return res, err
+			return d.result(), err
 		}
-		pos := len(prompt) + len(res.Tokens) - 1
-		if logits, err = m.Forward(cache, []int32{t.ID}, pos); err != nil {
-			return res, fmt.Errorf("decode at position %d: %w", pos, err)
+		if logits, err = m.Forward(cache, []int32{t.ID}, d.pos()); err != nil {
+			return d.result(), fmt.Errorf("decode at position %d: %w", d.pos(), err)
 		}
+		d.ran(cache)
 	}
+}
+
+// prefill runs prompt through m into an empty cache and returns the
+// logits of its last position.
+func prefill(m *model.Model, cache *model.KVCache, prompt []int32) ([]float32, error) {
+	logits, err := m.Forward(cache, prompt, 0)
+	if err != nil {
+		return nil, fmt.Errorf("prefill %d tokens: %w", len(prompt), err)
+	}
+	return logits[len(logits)-m.Config.VocabSize:], nil
+}
+
+// decoder is the state of one sequence being generated, whoever runs the
+// model for it: the sampler, the stop conditions and what was generated.
+type decoder struct {
+	tok    *tokenizer.Tokenizer
+	p      Params
+	s      *Sampler
+	stops  []int32
+	text   stopMatcher
+	budget int
+	prompt int
+	res    Result
+	done   bool
+	moe    bool
+}
+
+// newDecoder validates a generation of prompt with p on m. A zero budget
+// (max_tokens 0 asked for, or a prompt that fills the context) gives a
+// decoder that is already done.
+func newDecoder(m *model.Model, tok *tokenizer.Tokenizer, prompt []int32, p Params) (*decoder, error) {
+	d := &decoder{tok: tok, p: p, prompt: len(prompt), moe: m.Config.MoE()}
+	d.res.PromptTokens = len(prompt)
+	if len(prompt) == 0 {
+		return d, fmt.Errorf("%w: empty prompt", ErrParams)
+	}
+	if len(p.Stop) > 0 && tok == nil {
+		return d, fmt.Errorf("%w: stop strings need a tokenizer", ErrParams)
+	}
+	maxPos := m.Config.MaxPositionEmbeddings
+	if len(prompt) > maxPos {
+		return d, &ContextError{Prompt: len(prompt), Max: maxPos}
+	}
+	s, err := NewSampler(p)
+	if err != nil {
+		return d, err
+	}
+	d.s = s
+	d.budget = maxPos - len(prompt)
+	if p.MaxTokens > 0 {
+		d.budget = min(d.budget, p.MaxTokens)
+	}
+	if d.budget == 0 {
+		d.res.FinishReason, d.done = FinishLength, true
+	}
+	d.stops = stopTokens(tok, p.StopTokens)
+	d.text = stopMatcher{stops: p.Stop}
+	return d, nil
+}
+
+// next samples the token that follows from logits (one row) and records
+// it; d.done says whether it ended the generation.
+func (d *decoder) next(logits []float32) (Token, error) {
+	t := d.s.Sample(logits)
+	d.res.Tokens = append(d.res.Tokens, t.ID)
+	if d.p.Logprobs {
+		d.res.Logprobs = append(d.res.Logprobs, t.Logprob)
+	}
+	stopped := slices.Contains(d.stops, t.ID)
+	if !stopped && d.tok != nil {
+		b, err := d.tok.Decode([]int32{t.ID})
+		if err != nil {
+			return t, fmt.Errorf("decode sampled token: %w", err)
+		}
+		stopped = d.text.add(b)
+	}
+	switch {
+	case stopped:
+		d.res.FinishReason, d.done = FinishStop, true
+	case len(d.res.Tokens) == d.budget:
+		d.res.FinishReason, d.done = FinishLength, true
+	}
+	return t, nil
+}
+
+// pos is the position of the last sampled token, the one to run next.
+func (d *decoder) pos() int { return d.prompt + len(d.res.Tokens) - 1 }
+
+// last is the last sampled token.
+func (d *decoder) last() int32 { return d.res.Tokens[len(d.res.Tokens)-1] }
+
+// prefilled records the prompt's routes from cache, which holds just the
+// prompt.
+func (d *decoder) prefilled(cache *model.KVCache) {
+	if d.moe {
+		d.res.PromptRoutes = cache.Routes(0, d.prompt)
+	}
+}
+
+// ran records the routes of the last sampled token, which cache has just
+// run through the model.
+func (d *decoder) ran(cache *model.KVCache) {
+	if d.moe {
+		p := d.pos()
+		d.res.Routes = append(d.res.Routes, cache.Routes(p, p+1)[0])
+	}
+}
+
+func (d *decoder) result() Result {
+	r := d.res
+	r.Text = d.text.String()
+	if d.moe && len(r.Routes) < len(r.Tokens) {
+		r.Routes = append(r.Routes[:len(r.Routes):len(r.Routes)], []int32{})
+	}
+	return r
 }
 
 // stopTokens is extra plus the tokenizer's end-of-text and end-of-turn ids.

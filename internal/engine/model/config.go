@@ -18,15 +18,19 @@ var ErrUnsupported = errors.New("unsupported config.json")
 
 // Architectures verisim runs, with the model_type each one implies.
 const (
-	ArchLlama = "LlamaForCausalLM"
-	ArchQwen2 = "Qwen2ForCausalLM"
+	ArchLlama   = "LlamaForCausalLM"
+	ArchQwen2   = "Qwen2ForCausalLM"
+	ArchMixtral = "MixtralForCausalLM"
 )
 
-var modelTypes = map[string]string{ArchLlama: "llama", ArchQwen2: "qwen2"}
+var modelTypes = map[string]string{ArchLlama: "llama", ArchQwen2: "qwen2", ArchMixtral: "mixtral"}
 
-// Config mirrors the fields of a Hugging Face Llama or Qwen2 config.json
-// that change the computation. It marshals back to a config.json that
-// transformers loads.
+// MaxExperts is the most experts a mixture-of-experts layer may have.
+const MaxExperts = 256
+
+// Config mirrors the fields of a Hugging Face Llama, Qwen2 or Mixtral
+// config.json that change the computation. It marshals back to a
+// config.json that transformers loads.
 type Config struct {
 	Architectures         []string `json:"architectures"`
 	ModelType             string   `json:"model_type"`
@@ -46,7 +50,16 @@ type Config struct {
 	AttentionBias bool   `json:"attention_bias,omitempty"`
 	HiddenAct     string `json:"hidden_act"`
 	TorchDType    string `json:"torch_dtype,omitempty"`
+	// NumLocalExperts and NumExpertsPerTok are Mixtral's: each layer's MLP
+	// is that many experts of intermediate_size, of which the router picks
+	// num_experts_per_tok per token. Zero (and absent from the JSON) for a
+	// dense model.
+	NumLocalExperts  int `json:"num_local_experts,omitempty"`
+	NumExpertsPerTok int `json:"num_experts_per_tok,omitempty"`
 }
+
+// MoE reports whether each layer's MLP is a sparse mixture of experts.
+func (c Config) MoE() bool { return c.ModelType == "mixtral" }
 
 // QKVBias reports whether q_proj, k_proj and v_proj carry a bias.
 func (c Config) QKVBias() bool { return c.AttentionBias || c.ModelType == "qwen2" }
@@ -60,6 +73,9 @@ var ignoredFields = map[string]bool{
 	"eos_token_id": true, "pad_token_id": true, "use_cache": true,
 	"initializer_range": true, "attention_dropout": true, "max_window_layers": true,
 	"dtype": true,
+	// Mixtral's training-only knobs: the load-balancing loss and returning
+	// the router logits do not change the logits.
+	"router_aux_loss_coef": true, "output_router_logits": true,
 }
 
 // defaultOnlyFields are fields verisim understands only at the value given
@@ -69,6 +85,9 @@ var defaultOnlyFields = map[string]any{
 	"pretraining_tp":     1.0,
 	"mlp_bias":           false,
 	"use_sliding_window": false,
+	// Mixtral adds noise to the router only in training; verisim has no
+	// training mode, so it accepts only the value that means none.
+	"router_jitter_noise": 0.0,
 }
 
 // knownFields are the JSON names of Config's fields.
@@ -161,20 +180,36 @@ func ParseConfig(b []byte) (Config, error) {
 			return Config{}, fmt.Errorf("config.json: missing field %s", req)
 		}
 	}
+	mixtral := c.ModelType == "mixtral"
 	if _, ok := fields["num_key_value_heads"]; !ok {
 		c.NumKeyValueHeads = c.NumAttentionHeads
+		if mixtral {
+			c.NumKeyValueHeads = 8
+		}
 	}
 	if _, ok := fields["head_dim"]; !ok && c.NumAttentionHeads > 0 {
 		c.HeadDim = c.HiddenSize / c.NumAttentionHeads
 	}
 	if _, ok := fields["max_position_embeddings"]; !ok {
-		c.MaxPositionEmbeddings = map[string]int{"llama": 2048, "qwen2": 32768}[c.ModelType]
+		c.MaxPositionEmbeddings = map[string]int{"llama": 2048, "qwen2": 32768, "mixtral": 131072}[c.ModelType]
 	}
 	if _, ok := fields["rms_norm_eps"]; !ok {
 		c.RMSNormEps = 1e-6
+		if mixtral {
+			c.RMSNormEps = 1e-5
+		}
 	}
 	if _, ok := fields["rope_theta"]; !ok {
 		c.RopeTheta = 10000
+		if mixtral {
+			c.RopeTheta = 1e6
+		}
+	}
+	if _, ok := fields["num_local_experts"]; !ok && mixtral {
+		c.NumLocalExperts = 8
+	}
+	if _, ok := fields["num_experts_per_tok"]; !ok && mixtral {
+		c.NumExpertsPerTok = 2
 	}
 	if _, ok := fields["hidden_act"]; !ok {
 		c.HiddenAct = "silu"
@@ -220,6 +255,23 @@ func (c Config) Validate() error {
 	default:
 		return fmt.Errorf("%w field torch_dtype: %q", ErrUnsupported, c.TorchDType)
 	}
+	return c.validateExperts()
+}
+
+func (c Config) validateExperts() error {
+	E, k := c.NumLocalExperts, c.NumExpertsPerTok
+	if !c.MoE() {
+		if E != 0 || k != 0 {
+			return fmt.Errorf("%w fields num_local_experts = %d, num_experts_per_tok = %d: model_type %q has no experts", ErrUnsupported, E, k, c.ModelType)
+		}
+		return nil
+	}
+	if !(1 <= k && k <= E && E <= MaxExperts) {
+		return fmt.Errorf("config.json: num_experts_per_tok = %d, num_local_experts = %d, want 1 ≤ num_experts_per_tok ≤ num_local_experts ≤ %d", k, E, MaxExperts)
+	}
+	if c.AttentionBias {
+		return fmt.Errorf("%w field attention_bias: true; mixtral's attention has no biases", ErrUnsupported)
+	}
 	return nil
 }
 
@@ -227,7 +279,7 @@ func (c Config) Validate() error {
 // counting a tied embedding once.
 func (c Config) ParamCount() int64 {
 	var n int64
-	for _, p := range (&Model{Config: c, Layers: make([]Layer, c.NumHiddenLayers)}).params() {
+	for _, p := range newModel(c).params() {
 		n += int64(p.size())
 	}
 	return n
@@ -236,12 +288,19 @@ func (c Config) ParamCount() int64 {
 // Shape is the size of a preset, everything but the vocabulary.
 type Shape struct {
 	HiddenSize, IntermediateSize, NumHiddenLayers, NumAttentionHeads, NumKeyValueHeads int
+	// NumLocalExperts and NumExpertsPerTok are zero for a dense model;
+	// IntermediateSize is then each expert's.
+	NumLocalExperts, NumExpertsPerTok int
 }
 
-// Presets returns the named model sizes `verisim model init` offers. Both
-// tie the embeddings and use head_dim 64. Parameter counts depend on the
-// vocabulary: tiny is 3,148,032 + 256·vocab (11.3M at vocab 32000), small
-// is 75,516,672 + 768·vocab (100.1M at vocab 32000).
+// Presets returns the named model sizes `verisim model init` offers for
+// the dense architectures. Both tie the embeddings and use head_dim 64.
+// Parameter counts depend on the vocabulary: tiny is 3,148,032 +
+// 256·vocab (11.3M at vocab 32000), small is 75,516,672 + 768·vocab
+// (100.1M at vocab 32000).
+//
+// The mixture-of-experts model (arch "moe") of each size is MoEPreset of
+// the dense one.
 func Presets() map[string]Shape {
 	return map[string]Shape{
 		"tiny":  {HiddenSize: 256, IntermediateSize: 768, NumHiddenLayers: 4, NumAttentionHeads: 4, NumKeyValueHeads: 2},
@@ -249,13 +308,30 @@ func Presets() map[string]Shape {
 	}
 }
 
-// ConfigFor builds the config of a fresh model: arch is "llama" or "qwen2"
-// (Llama plus a bias on q, k and v), size a key of Presets, vocab the size
-// of the tokenizer's vocabulary.
+// MoEPreset turns a dense shape into a Mixtral one with the same attention:
+// 8 experts of half the dense intermediate size, 2 of them active per
+// token, so a token goes through as many MLP weights as in the dense model
+// (plus the router's 8·hidden) and the layers hold 3.25× as many. tiny:
+// 10,234,112 + 256·vocab parameters (18.4M at vocab 32000), 3,156,224 +
+// 256·vocab active per token (11.4M); small: 245,459,712 + 768·vocab
+// (270.0M at vocab 32000), 75,590,400 + 768·vocab active (100.2M).
+func MoEPreset(s Shape) Shape {
+	s.IntermediateSize /= 2
+	s.NumLocalExperts, s.NumExpertsPerTok = 8, 2
+	return s
+}
+
+// ConfigFor builds the config of a fresh model: arch is "llama", "qwen2"
+// (Llama plus a bias on q, k and v) or "moe" (Mixtral: Llama attention,
+// a mixture of experts for the MLP, see MoEPreset), size a key of Presets,
+// vocab the size of the tokenizer's vocabulary.
 func ConfigFor(arch, size string, vocab int) (Config, error) {
 	s, ok := Presets()[size]
 	if !ok {
 		return Config{}, fmt.Errorf("unknown model size %q; have %q", size, slices.Sorted(maps.Keys(Presets())))
+	}
+	if arch == "moe" {
+		s = MoEPreset(s)
 	}
 	c := Config{
 		VocabSize:             vocab,
@@ -269,6 +345,8 @@ func ConfigFor(arch, size string, vocab int) (Config, error) {
 		TieWordEmbeddings:     true,
 		HiddenAct:             "silu",
 		TorchDType:            "float32",
+		NumLocalExperts:       s.NumLocalExperts,
+		NumExpertsPerTok:      s.NumExpertsPerTok,
 	}
 	switch arch {
 	case "llama":
@@ -277,8 +355,11 @@ func ConfigFor(arch, size string, vocab int) (Config, error) {
 	case "qwen2":
 		c.Architectures, c.ModelType = []string{ArchQwen2}, "qwen2"
 		c.RMSNormEps, c.RopeTheta = 1e-6, 1e6
+	case "moe":
+		c.Architectures, c.ModelType = []string{ArchMixtral}, "mixtral"
+		c.RMSNormEps, c.RopeTheta = 1e-5, 1e6
 	default:
-		return Config{}, fmt.Errorf("unknown architecture %q; have \"llama\", \"qwen2\"", arch)
+		return Config{}, fmt.Errorf("unknown architecture %q; have \"llama\", \"qwen2\", \"moe\"", arch)
 	}
 	if err := c.Validate(); err != nil {
 		return Config{}, err

@@ -9,28 +9,47 @@ import (
 )
 
 // KVCache holds one sequence's keys and values, per layer [pos, kv_heads,
-// head_dim] with RoPE already applied to the keys, plus the scratch space a
-// forward pass reuses. It grows as tokens are appended, up to the model's
-// max_position_embeddings. A KVCache belongs to one sequence and one
-// goroutine at a time.
+// head_dim] with RoPE already applied to the keys, for a mixture-of-experts
+// model the experts each position was routed to (see Routes), plus the
+// scratch space a forward pass reuses. It grows as tokens are appended, up
+// to the model's max_position_embeddings. A KVCache belongs to one
+// sequence and one goroutine at a time.
 type KVCache struct {
 	k, v  [][]float32
 	n     int
 	max   int
 	kvDim int
+	// routes is [pos][layer·k + j], routeLen = layers·k values a position
+	// (0 for a dense model).
+	routes   []int32
+	routeLen int
 
 	x, h, q, kk, vv, att, gate, up, cos, sin, scores []float32
+	moe                                              moeScratch
 }
 
 // NewKVCache returns an empty cache for a sequence run through m.
 func (m *Model) NewKVCache() *KVCache {
 	c := m.Config
-	return &KVCache{
+	kc := &KVCache{
 		k:     make([][]float32, c.NumHiddenLayers),
 		v:     make([][]float32, c.NumHiddenLayers),
 		max:   c.MaxPositionEmbeddings,
 		kvDim: c.NumKeyValueHeads * c.HeadDim,
 	}
+	if c.MoE() {
+		kc.routeLen = c.NumHiddenLayers * c.NumExpertsPerTok
+	}
+	return kc
+}
+
+// fits reports whether c was made by NewKVCache of a model of cfg's shape.
+func (c *KVCache) fits(cfg Config) bool {
+	routeLen := 0
+	if cfg.MoE() {
+		routeLen = cfg.NumHiddenLayers * cfg.NumExpertsPerTok
+	}
+	return len(c.k) == cfg.NumHiddenLayers && c.kvDim == cfg.NumKeyValueHeads*cfg.HeadDim && c.routeLen == routeLen
 }
 
 // Len is the number of positions the cache holds.
@@ -42,6 +61,7 @@ func (c *KVCache) truncate(n int) {
 		c.k[i] = c.k[i][:n*c.kvDim]
 		c.v[i] = c.v[i][:n*c.kvDim]
 	}
+	c.routes = c.routes[:n*c.routeLen]
 	c.n = n
 }
 
@@ -64,70 +84,190 @@ func grow(buf []float32, n int) []float32 {
 // A Model is read-only here: any number of goroutines may call Forward at
 // once, each with its own cache.
 func (m *Model) Forward(cache *KVCache, tokens []int32, pos int) ([]float32, error) {
+	return m.ForwardBatch([]Seq{{Cache: cache, Tokens: tokens, Pos: pos}})
+}
+
+// Seq is one sequence's share of a ForwardBatch call: tokens at positions
+// Pos, Pos+1, … appended to Cache as Forward appends them.
+type Seq struct {
+	Cache  *KVCache
+	Tokens []int32
+	Pos    int
+	// Replay, for a mixture-of-experts model only, forces the routing
+	// ("router replay"): nil, or one entry per token in KVCache.Routes'
+	// layout. A token's entry lists, layer after layer, the
+	// num_experts_per_tok distinct experts its MLP uses instead of the
+	// router's top k; their weights are still the softmax of the router's
+	// logits over the experts given, so replaying the routes a forward
+	// pass recorded reproduces its logits bit for bit. A nil entry routes
+	// that token normally. The experts used are recorded in Cache either
+	// way.
+	Replay [][]int32
+}
+
+// ForwardBatch runs several sequences through the model in one pass and
+// returns the logits of all their tokens, sequence after sequence, a flat
+// [Σ len(Tokens) × vocab] slice the caller owns. Each sequence gets the
+// logits Forward would give it alone (up to float rounding): the
+// projections and the MLP (or each expert, the rows routed to it) multiply
+// the rows of every sequence at once,
+// which is what makes decoding a batch of sequences a token each cheaper
+// than decoding them one by one, and attention runs per sequence over its
+// own cache. The caches must be distinct; the first one's scratch space
+// serves the whole call.
+func (m *Model) ForwardBatch(seqs []Seq) ([]float32, error) {
 	cfg := m.Config
-	T, H, V := len(tokens), cfg.HiddenSize, cfg.VocabSize
-	switch {
-	case T == 0:
-		return nil, fmt.Errorf("forward: no tokens")
-	case pos < 0 || pos > cache.n:
-		return nil, fmt.Errorf("forward: position %d, cache holds %d", pos, cache.n)
-	case pos+T > cache.max:
-		return nil, fmt.Errorf("forward: positions up to %d exceed max_position_embeddings %d", pos+T, cache.max)
+	H, V := cfg.HiddenSize, cfg.VocabSize
+	if len(seqs) == 0 {
+		return nil, fmt.Errorf("forward: no sequences")
 	}
-	for _, t := range tokens {
-		if t < 0 || int(t) >= V {
-			return nil, fmt.Errorf("forward: token %d outside vocabulary of %d", t, V)
+	T, maxCtx := 0, 0
+	for i, s := range seqs {
+		if err := m.checkSeq(s); err != nil {
+			if len(seqs) > 1 {
+				err = fmt.Errorf("sequence %d: %w", i, err)
+			}
+			return nil, err
 		}
+		for j := range i {
+			if seqs[j].Cache == s.Cache {
+				return nil, fmt.Errorf("forward: sequences %d and %d share a cache", j, i)
+			}
+		}
+		T += len(s.Tokens)
+		maxCtx = max(maxCtx, len(s.Tokens)*(s.Pos+len(s.Tokens)))
 	}
-	cache.truncate(pos)
+	for _, s := range seqs {
+		s.Cache.truncate(s.Pos)
+	}
 
 	nH, nKV, hd := cfg.NumAttentionHeads, cfg.NumKeyValueHeads, cfg.HeadDim
 	qDim, kvDim, I := nH*hd, nKV*hd, cfg.IntermediateSize
 	eps := float32(cfg.RMSNormEps)
-	c := cache
+	c := seqs[0].Cache
 	c.x, c.h = grow(c.x, T*H), grow(c.h, T*H)
 	c.q, c.att = grow(c.q, T*qDim), grow(c.att, T*qDim)
 	c.kk, c.vv = grow(c.kk, T*kvDim), grow(c.vv, T*kvDim)
-	c.gate, c.up = grow(c.gate, T*I), grow(c.up, T*I)
+	rowsMLP := T
+	if cfg.MoE() {
+		// Each token goes through k experts, their rows gathered together.
+		rowsMLP = T * cfg.NumExpertsPerTok
+		c.moe.reserve(seqs, T, cfg)
+		for _, s := range seqs {
+			sc := s.Cache
+			sc.routes = slices.Grow(sc.routes, len(s.Tokens)*sc.routeLen)[:(s.Pos+len(s.Tokens))*sc.routeLen]
+		}
+	}
+	c.gate, c.up = grow(c.gate, rowsMLP*I), grow(c.up, rowsMLP*I)
 	c.cos, c.sin = grow(c.cos, T*hd/2), grow(c.sin, T*hd/2)
-	c.scores = grow(c.scores, T*(pos+T))
+	c.scores = grow(c.scores, maxCtx)
 	x, h := c.x, c.h
-	ropeTables(c.cos, c.sin, pos, T, hd, cfg.RopeTheta)
-
-	for t, tok := range tokens {
-		copy(x[t*H:(t+1)*H], m.Embed[int(tok)*H:(int(tok)+1)*H])
+	row := 0
+	for _, s := range seqs {
+		n := len(s.Tokens)
+		ropeTables(c.cos[row*hd/2:(row+n)*hd/2], c.sin[row*hd/2:(row+n)*hd/2], s.Pos, n, hd, cfg.RopeTheta)
+		for t, tok := range s.Tokens {
+			copy(x[(row+t)*H:(row+t+1)*H], m.Embed[int(tok)*H:(int(tok)+1)*H])
+		}
+		row += n
 	}
 	mm := m.Compute
+	prof := m.Profile
+	start := prof.now()
 	for li := range m.Layers {
 		l := &m.Layers[li]
 		rmsNorm(h, x, l.InputNorm, eps)
+		t0 := prof.now()
 		mm.MatMulT(c.q, h, l.Q, T, qDim, H)
 		mm.MatMulT(c.kk, h, l.K, T, kvDim, H)
 		mm.MatMulT(c.vv, h, l.V, T, kvDim, H)
+		prof.add(profMatmul, t0)
 		addBias(c.q, l.QBias)
 		addBias(c.kk, l.KBias)
 		addBias(c.vv, l.VBias)
 		rope(c.q, c.cos, c.sin, hd)
 		rope(c.kk, c.cos, c.sin, hd)
-		c.k[li] = append(c.k[li], c.kk...)
-		c.v[li] = append(c.v[li], c.vv...)
-		attention(mm, c.att, c.q, c.k[li], c.v[li], c.scores, pos, nH, nKV, hd)
+		t0 = prof.now()
+		row := 0
+		for _, s := range seqs {
+			n, sc := len(s.Tokens), s.Cache
+			sc.k[li] = append(sc.k[li], c.kk[row*kvDim:(row+n)*kvDim]...)
+			sc.v[li] = append(sc.v[li], c.vv[row*kvDim:(row+n)*kvDim]...)
+			attention(mm, c.att[row*qDim:(row+n)*qDim], c.q[row*qDim:(row+n)*qDim], sc.k[li], sc.v[li], c.scores, s.Pos, nH, nKV, hd)
+			row += n
+		}
+		prof.add(profAttention, t0)
+		t0 = prof.now()
 		mm.MatMulT(h, c.att, l.O, T, H, qDim)
+		prof.add(profMatmul, t0)
 		addBias(h, l.OBias)
 		addTo(x, h)
 
 		rmsNorm(h, x, l.PostNorm, eps)
-		mm.MatMulT(c.gate, h, l.Gate, T, I, H)
-		mm.MatMulT(c.up, h, l.Up, T, I, H)
-		swiGLU(c.gate, c.up)
-		mm.MatMulT(h, c.gate, l.Down, T, H, I)
+		t0 = prof.now()
+		if cfg.MoE() {
+			m.moeMLP(c, l, li, seqs)
+		} else {
+			mm.MatMulT(c.gate, h, l.Gate, T, I, H)
+			mm.MatMulT(c.up, h, l.Up, T, I, H)
+			swiGLU(c.gate, c.up)
+			mm.MatMulT(h, c.gate, l.Down, T, H, I)
+		}
+		prof.add(profMatmul, t0)
 		addTo(x, h)
 	}
-	c.n = pos + T
+	for _, s := range seqs {
+		s.Cache.n = s.Pos + len(s.Tokens)
+	}
+	clear(c.moe.replay) // the caller's slices, not ours to keep alive
 	rmsNorm(h, x, m.Norm, eps)
 	logits := make([]float32, T*V)
+	t0 := prof.now()
 	mm.MatMulT(logits, h, m.LMHead, T, V, H)
+	prof.add(profMatmul, t0)
+	prof.add(profTotal, start)
 	return logits, nil
+}
+
+// checkSeq reports a sequence Forward cannot run.
+func (m *Model) checkSeq(s Seq) error {
+	T, V := len(s.Tokens), m.Config.VocabSize
+	switch {
+	case s.Cache == nil:
+		return fmt.Errorf("forward: no cache")
+	case !s.Cache.fits(m.Config):
+		return fmt.Errorf("forward: the cache was made by a model of another shape")
+	case T == 0:
+		return fmt.Errorf("forward: no tokens")
+	case s.Pos < 0 || s.Pos > s.Cache.n:
+		return fmt.Errorf("forward: position %d, cache holds %d", s.Pos, s.Cache.n)
+	case s.Pos+T > s.Cache.max:
+		return fmt.Errorf("forward: positions up to %d exceed max_position_embeddings %d", s.Pos+T, s.Cache.max)
+	}
+	for _, t := range s.Tokens {
+		if t < 0 || int(t) >= V {
+			return fmt.Errorf("forward: token %d outside vocabulary of %d", t, V)
+		}
+	}
+	if err := m.checkReplay(s); err != nil {
+		return fmt.Errorf("forward: %w", err)
+	}
+	return nil
+}
+
+// Clone returns a copy of c's keys, values and routes that grows on its
+// own: the n samples of one request prefill their prompt once and decode
+// from clones.
+func (c *KVCache) Clone() *KVCache {
+	d := &KVCache{
+		k: make([][]float32, len(c.k)), v: make([][]float32, len(c.v)), n: c.n, max: c.max, kvDim: c.kvDim,
+		routes: slices.Clone(c.routes), routeLen: c.routeLen,
+	}
+	for i := range c.k {
+		d.k[i] = slices.Clone(c.k[i])
+		d.v[i] = slices.Clone(c.v[i])
+	}
+	return d
 }
 
 // rmsNorm sets each row of dst (rows of len(w)) to the row of x divided by

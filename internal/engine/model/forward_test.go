@@ -2,6 +2,7 @@ package model
 
 import (
 	"math"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -91,6 +92,9 @@ func TestForwardMatchesReference(t *testing.T) {
 		{"arch=llama/attention_bias", func() Config { c := toyConfig("llama"); c.AttentionBias = true; return c }},
 		{"arch=qwen2", func() Config { return toyConfig("qwen2") }},
 		{"arch=llama/mha", func() Config { c := toyConfig("llama"); c.NumKeyValueHeads = 4; return c }},
+		{"arch=mixtral", func() Config { return toyConfig("mixtral") }},
+		{"arch=mixtral/k=1", func() Config { c := toyConfig("mixtral"); c.NumExpertsPerTok = 1; return c }},
+		{"arch=mixtral/k=E", func() Config { c := toyConfig("mixtral"); c.NumExpertsPerTok = 4; return c }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m := toyModel(t, tc.cfg(), 7)
@@ -109,7 +113,7 @@ func TestForwardMatchesReference(t *testing.T) {
 }
 
 func TestKVCacheDecodeMatchesFull(t *testing.T) {
-	for _, arch := range []string{"llama", "qwen2"} {
+	for _, arch := range []string{"llama", "qwen2", "mixtral"} {
 		t.Run("arch="+arch, func(t *testing.T) {
 			m := toyModel(t, toyConfig(arch), 11)
 			V := m.Config.VocabSize
@@ -302,5 +306,122 @@ func TestForwardErrors(t *testing.T) {
 				t.Errorf("a refused call changed the cache to %d positions", cache.Len())
 			}
 		})
+	}
+}
+
+// TestForwardBatchMatchesUnbatched runs three sequences in one call (one
+// prefilling a prompt, two decoding a token each from caches of different
+// lengths, one of them a Clone) and checks every row against the same
+// sequence run alone.
+func TestForwardBatchMatchesUnbatched(t *testing.T) {
+	for _, arch := range []string{"llama", "qwen2", "mixtral"} {
+		t.Run("arch="+arch, func(t *testing.T) {
+			m := toyModel(t, toyConfig(arch), 21)
+			V := m.Config.VocabSize
+			a, b := tokensFor(9, V, 1), tokensFor(14, V, 2)
+			alone := func(toks []int32) ([]float32, [][]int32) {
+				t.Helper()
+				cache := m.NewKVCache()
+				out, err := m.Forward(cache, toks, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return out, cache.Routes(0, len(toks))
+			}
+			wantA, routesA := alone(a)
+			wantB, routesB := alone(b)
+
+			cb := m.NewKVCache()
+			if _, err := m.Forward(cb, b[:13], 0); err != nil {
+				t.Fatal(err)
+			}
+			cb2 := cb.Clone()
+			if _, err := m.Forward(cb2, b[:6], 0); err != nil { // a clone rewinds alone
+				t.Fatal(err)
+			}
+			if cb.Len() != 13 {
+				t.Fatalf("rewinding a clone changed the original to %d positions", cb.Len())
+			}
+			ca := m.NewKVCache()
+			got, err := m.ForwardBatch([]Seq{
+				{Cache: ca, Tokens: a, Pos: 0},
+				{Cache: cb, Tokens: b[13:], Pos: 13},
+				{Cache: cb2, Tokens: b[6:7], Pos: 6},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != (9+1+1)*V {
+				t.Fatalf("%d logits, want %d", len(got), 11*V)
+			}
+			for i := range 9 {
+				closeRows(t, "prefill row", got[i*V:(i+1)*V], f64(wantA[i*V:(i+1)*V]), 1e-4)
+			}
+			closeRows(t, "decode", got[9*V:10*V], f64(wantB[13*V:]), 1e-4)
+			closeRows(t, "decode from clone", got[10*V:], f64(wantB[6*V:7*V]), 1e-4)
+			if ca.Len() != 9 || cb.Len() != 14 || cb2.Len() != 7 {
+				t.Errorf("cache lengths %d, %d, %d, want 9, 14, 7", ca.Len(), cb.Len(), cb2.Len())
+			}
+			// Routing is per token, whatever else is in the batch.
+			if !reflect.DeepEqual(ca.Routes(0, 9), routesA) || !reflect.DeepEqual(cb.Routes(0, 14), routesB) ||
+				!reflect.DeepEqual(cb2.Routes(0, 7), routesB[:7]) {
+				t.Error("batched routes differ from the routes of each sequence alone")
+			}
+		})
+	}
+}
+
+func TestForwardBatchErrors(t *testing.T) {
+	m := toyModel(t, toyConfig("llama"), 1)
+	c1, c2 := m.NewKVCache(), m.NewKVCache()
+	for _, tc := range []struct {
+		name string
+		seqs []Seq
+		want string
+	}{
+		{"none", nil, "no sequences"},
+		{"shared cache", []Seq{{Cache: c1, Tokens: []int32{1}}, {Cache: c2, Tokens: []int32{1}}, {Cache: c1, Tokens: []int32{2}}}, "sequences 0 and 2 share a cache"},
+		{"bad second", []Seq{{Cache: c1, Tokens: []int32{1}}, {Cache: c2, Tokens: []int32{99}}}, "sequence 1: forward: token 99 outside vocabulary"},
+		{"no cache", []Seq{{Tokens: []int32{1}}}, "no cache"},
+		{"another model's cache", []Seq{{Cache: toyModel(t, toyConfig("mixtral"), 1).NewKVCache(), Tokens: []int32{1}}}, "the cache was made by a model of another shape"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := m.ForwardBatch(tc.seqs)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("err = %v, want %q", err, tc.want)
+			}
+			if c1.Len() != 0 || c2.Len() != 0 {
+				t.Errorf("a refused call changed the caches")
+			}
+		})
+	}
+}
+
+func TestProfile(t *testing.T) {
+	m := toyModel(t, toyConfig("llama"), 3)
+	var p Profile
+	pm := *m
+	pm.Profile = &p
+	want, err := m.Forward(m.NewKVCache(), tokensFor(16, 64, 1), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := pm.Forward(pm.NewKVCache(), tokensFor(16, 64, 1), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got, want) {
+		t.Error("profiling changed the logits")
+	}
+	r := p.Report()
+	if r.Matmul <= 0 || r.Attention <= 0 || r.Matmul+r.Attention > r.Total {
+		t.Errorf("report %+v: want positive parts within the total", r)
+	}
+	if s := r.Split(); !strings.Contains(s, "%") {
+		t.Errorf("Split() = %q", s)
+	}
+	p.Reset()
+	if r := p.Report(); r != (ProfileReport{}) {
+		t.Errorf("after Reset: %+v", r)
 	}
 }

@@ -1,13 +1,15 @@
 package model
 
 import (
+	"cmp"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
 // toyConfig is a model small enough for -race: 2 layers, 4 query heads
-// over 2 kv heads of 8 dims.
+// over 2 kv heads of 8 dims; "mixtral" has 4 experts of 24, 2 per token.
 func toyConfig(arch string) Config {
 	c := Config{
 		VocabSize: 64, HiddenSize: 32, IntermediateSize: 48, NumHiddenLayers: 2,
@@ -15,8 +17,12 @@ func toyConfig(arch string) Config {
 		MaxPositionEmbeddings: 64, RMSNormEps: 1e-5, RopeTheta: 10000, HiddenAct: "silu",
 	}
 	c.Architectures, c.ModelType = []string{ArchLlama}, "llama"
-	if arch == "qwen2" {
+	switch arch {
+	case "qwen2":
 		c.Architectures, c.ModelType = []string{ArchQwen2}, "qwen2"
+	case "mixtral":
+		c.Architectures, c.ModelType = []string{ArchMixtral}, "mixtral"
+		c.IntermediateSize, c.NumLocalExperts, c.NumExpertsPerTok = 24, 4, 2
 	}
 	return c
 }
@@ -88,6 +94,17 @@ func f64(v []float32) []float64 {
 // from the package's code (no shared helpers, no gemm, no cache), against
 // which Forward is checked.
 func referenceForward(m *Model, tokens []int32) [][]float64 {
+	logits, _ := referenceForwardMoE(m, tokens, nil)
+	return logits
+}
+
+// referenceForwardMoE is referenceForward that also returns, for a
+// mixture-of-experts model, the experts each token went to,
+// [token][layer·k + j], and follows replay (nil, or per token nil or the
+// experts to use) as Seq.Replay does. A layer with a Router is Mixtral's
+// block as transformers writes it: softmax over every expert's logit, the
+// top k probabilities (ties to the lower index), renormalised to sum 1.
+func referenceForwardMoE(m *Model, tokens []int32, replay [][]int32) ([][]float64, [][]int32) {
 	c := m.Config
 	H, hd, nH, nKV := c.HiddenSize, c.HeadDim, c.NumAttentionHeads, c.NumKeyValueHeads
 	T := len(tokens)
@@ -135,11 +152,20 @@ func referenceForward(m *Model, tokens []int32) [][]float64 {
 		}
 		return y
 	}
+	swiglu := func(h []float64, gate, up, down []float32, inter int) []float64 {
+		g := linear(h, gate, nil, inter, H)
+		u := linear(h, up, nil, inter, H)
+		for i := range g {
+			g[i] = g[i] / (1 + math.Exp(-g[i])) * u[i]
+		}
+		return linear(g, down, nil, H, inter)
+	}
+	routes := make([][]int32, T)
 	xs := make([][]float64, T)
 	for t, tok := range tokens {
 		xs[t] = f64(m.Embed[int(tok)*H : (int(tok)+1)*H])
 	}
-	for _, l := range m.Layers {
+	for li, l := range m.Layers {
 		qs, ks, vs := make([][]float64, T), make([][]float64, T), make([][]float64, T)
 		for t := range T {
 			h := norm(xs[t], l.InputNorm)
@@ -172,12 +198,45 @@ func referenceForward(m *Model, tokens []int32) [][]float64 {
 				xs[t][i] += o[i]
 			}
 			h := norm(xs[t], l.PostNorm)
-			g := linear(h, l.Gate, nil, c.IntermediateSize, H)
-			u := linear(h, l.Up, nil, c.IntermediateSize, H)
-			for i := range g {
-				g[i] = g[i] / (1 + math.Exp(-g[i])) * u[i]
+			d := make([]float64, H)
+			if l.Router == nil {
+				d = swiglu(h, l.Gate, l.Up, l.Down, c.IntermediateSize)
+			} else {
+				E, k := len(l.Experts), c.NumExpertsPerTok
+				logit := linear(h, l.Router, nil, E, H)
+				p := make([]float64, E)
+				sum := 0.0
+				for e := range E {
+					p[e] = math.Exp(logit[e])
+					sum += p[e]
+				}
+				for e := range E {
+					p[e] /= sum
+				}
+				var chosen []int32
+				if replay != nil && replay[t] != nil {
+					chosen = replay[t][li*k : (li+1)*k]
+				} else {
+					byProb := make([]int32, E)
+					for e := range E {
+						byProb[e] = int32(e)
+					}
+					slices.SortStableFunc(byProb, func(a, b int32) int { return cmp.Compare(p[b], p[a]) })
+					chosen = byProb[:k]
+				}
+				routes[t] = append(routes[t], chosen...)
+				total := 0.0
+				for _, e := range chosen {
+					total += p[e]
+				}
+				for _, e := range chosen {
+					x := l.Experts[e]
+					y := swiglu(h, x.Gate, x.Up, x.Down, c.IntermediateSize)
+					for i := range H {
+						d[i] += p[e] / total * y[i]
+					}
+				}
 			}
-			d := linear(g, l.Down, nil, H, c.IntermediateSize)
 			for i := range H {
 				xs[t][i] += d[i]
 			}
@@ -187,5 +246,5 @@ func referenceForward(m *Model, tokens []int32) [][]float64 {
 	for t := range T {
 		out[t] = linear(norm(xs[t], m.Norm), m.LMHead, nil, c.VocabSize, H)
 	}
-	return out
+	return out, routes
 }

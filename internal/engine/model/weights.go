@@ -35,10 +35,15 @@ type Model struct {
 	Norm   []float32 // [hidden]
 	// LMHead is [vocab, hidden]; with tied embeddings it is Embed itself.
 	LMHead []float32
+
+	// Profile, when set, adds up where Forward's time goes; benchmarks
+	// set it on a copy of the Model. Nil costs nothing.
+	Profile *Profile
 }
 
 // Layer holds one decoder layer's weights. Biases are nil when the config
-// has none.
+// has none. A dense layer has Gate, Up and Down; a mixture-of-experts
+// layer has Router and Experts instead.
 type Layer struct {
 	InputNorm, PostNorm []float32 // [hidden]
 	Q                   []float32 // [heads·head_dim, hidden]
@@ -49,6 +54,27 @@ type Layer struct {
 	OBias               []float32 // [hidden]
 	Gate, Up            []float32 // [intermediate, hidden]
 	Down                []float32 // [hidden, intermediate]
+	Router              []float32 // [experts, hidden]
+	Experts             []Expert  // [experts]
+}
+
+// Expert is one expert of a mixture-of-experts layer: a SwiGLU MLP,
+// Mixtral's w1 (Gate), w3 (Up) and w2 (Down).
+type Expert struct {
+	Gate, Up []float32 // [intermediate, hidden]
+	Down     []float32 // [hidden, intermediate]
+}
+
+// newModel returns a model of c with no weights yet: the slots params
+// fills.
+func newModel(c Config) *Model {
+	m := &Model{Config: c, Layers: make([]Layer, max(0, c.NumHiddenLayers))}
+	if c.MoE() {
+		for i := range m.Layers {
+			m.Layers[i].Experts = make([]Expert, max(0, c.NumLocalExperts))
+		}
+	}
+	return m
 }
 
 type paramKind int
@@ -102,12 +128,26 @@ func (m *Model) params() []param {
 		if c.OBias() {
 			ps = append(ps, param{pre + "self_attn.o_proj.bias", []int{h}, bias, &l.OBias})
 		}
-		ps = append(ps,
-			param{pre + "post_attention_layernorm.weight", []int{h}, norm, &l.PostNorm},
-			param{pre + "mlp.gate_proj.weight", []int{inter, h}, weight, &l.Gate},
-			param{pre + "mlp.up_proj.weight", []int{inter, h}, weight, &l.Up},
-			param{pre + "mlp.down_proj.weight", []int{h, inter}, weight, &l.Down},
-		)
+		ps = append(ps, param{pre + "post_attention_layernorm.weight", []int{h}, norm, &l.PostNorm})
+		if !c.MoE() {
+			ps = append(ps,
+				param{pre + "mlp.gate_proj.weight", []int{inter, h}, weight, &l.Gate},
+				param{pre + "mlp.up_proj.weight", []int{inter, h}, weight, &l.Up},
+				param{pre + "mlp.down_proj.weight", []int{h, inter}, weight, &l.Down},
+			)
+			continue
+		}
+		moe := pre + "block_sparse_moe."
+		ps = append(ps, param{moe + "gate.weight", []int{len(l.Experts), h}, weight, &l.Router})
+		for e := range l.Experts {
+			x := &l.Experts[e]
+			ex := moe + "experts." + strconv.Itoa(e) + "."
+			ps = append(ps,
+				param{ex + "w1.weight", []int{inter, h}, weight, &x.Gate},
+				param{ex + "w2.weight", []int{h, inter}, weight, &x.Down},
+				param{ex + "w3.weight", []int{inter, h}, weight, &x.Up},
+			)
+		}
 	}
 	ps = append(ps, param{"model.norm.weight", []int{h}, norm, &m.Norm})
 	if !c.TieWordEmbeddings {
@@ -123,7 +163,7 @@ func Init(cfg Config, seed uint64) (*Model, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	m := &Model{Config: cfg, Layers: make([]Layer, cfg.NumHiddenLayers)}
+	m := newModel(cfg)
 	rng := rand.New(rand.NewPCG(seed, 0x7665726973696d)) // "verisim"
 	for _, p := range m.params() {
 		v := make([]float32, p.size())
@@ -253,7 +293,7 @@ func Load(dir string) (*Model, error) {
 
 // fromTensors binds tensors to a model of cfg; it consumes the map.
 func fromTensors(cfg Config, tensors map[string]safetensors.Tensor) (*Model, error) {
-	m := &Model{Config: cfg, Layers: make([]Layer, cfg.NumHiddenLayers)}
+	m := newModel(cfg)
 	for _, p := range m.params() {
 		t, ok := tensors[p.name]
 		if !ok {

@@ -1,6 +1,7 @@
 package model
 
 import (
+	"cmp"
 	"maps"
 	"math"
 	"os"
@@ -45,7 +46,12 @@ func TestInitDeterministic(t *testing.T) {
 }
 
 func TestSaveLoadRoundTrip(t *testing.T) {
-	cfg := toyConfig("qwen2")
+	for _, arch := range []string{"qwen2", "mixtral"} {
+		t.Run("arch="+arch, func(t *testing.T) { testSaveLoadRoundTrip(t, toyConfig(arch)) })
+	}
+}
+
+func testSaveLoadRoundTrip(t *testing.T, cfg Config) {
 	m := toyModel(t, cfg, 23)
 	for _, dtype := range []safetensors.DType{safetensors.F32, safetensors.BF16} {
 		for _, layout := range []struct {
@@ -97,6 +103,53 @@ func TestSaveLoadRoundTrip(t *testing.T) {
 	}
 }
 
+// TestSaveMoETensorNames checks a Mixtral checkpoint against the names and
+// shapes transformers' MixtralForCausalLM uses.
+func TestSaveMoETensorNames(t *testing.T) {
+	cfg := toyConfig("mixtral")
+	dir := t.TempDir()
+	if err := toyModel(t, cfg, 3).Save(dir, safetensors.BF16); err != nil {
+		t.Fatal(err)
+	}
+	ts, _, err := safetensors.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	H, I := cfg.HiddenSize, cfg.IntermediateSize
+	want := map[string][]int{
+		"model.layers.1.block_sparse_moe.gate.weight":         {4, H},
+		"model.layers.0.block_sparse_moe.experts.0.w1.weight": {I, H},
+		"model.layers.1.block_sparse_moe.experts.3.w2.weight": {H, I},
+		"model.layers.1.block_sparse_moe.experts.3.w3.weight": {I, H},
+		"model.layers.0.post_attention_layernorm.weight":      {H},
+		"model.layers.1.self_attn.k_proj.weight":              {16, H},
+	}
+	for name, shape := range want {
+		if got, ok := ts[name]; !ok || !slices.Equal(got.Shape, shape) {
+			t.Errorf("tensor %s: %v (present %v), want shape %v", name, got.Shape, ok, shape)
+		}
+	}
+	// 2 layers × (4 norms and projections + 2 norms + router + 4 experts × 3),
+	// embedding, final norm, lm_head.
+	if len(ts) != 2*(4+2+1+12)+3 {
+		t.Errorf("%d tensors, want %d", len(ts), 2*(4+2+1+12)+3)
+	}
+	for name := range ts {
+		if strings.Contains(name, ".mlp.") || strings.Contains(name, "bias") {
+			t.Errorf("Mixtral checkpoint holds %s", name)
+		}
+	}
+	b, err := os.ReadFile(filepath.Join(dir, ConfigFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, field := range []string{`"model_type": "mixtral"`, `"num_local_experts": 4`, `"num_experts_per_tok": 2`, `"MixtralForCausalLM"`} {
+		if !strings.Contains(string(b), field) {
+			t.Errorf("config.json lacks %s:\n%s", field, b)
+		}
+	}
+}
+
 func TestSaveTiedOmitsLMHead(t *testing.T) {
 	cfg := toyConfig("llama")
 	cfg.TieWordEmbeddings = true
@@ -121,30 +174,30 @@ func TestSaveTiedOmitsLMHead(t *testing.T) {
 }
 
 func TestLoadErrors(t *testing.T) {
-	cfg := toyConfig("llama")
-	m := toyModel(t, cfg, 29)
+	models := map[string]*Model{"llama": toyModel(t, toyConfig("llama"), 29), "mixtral": toyModel(t, toyConfig("mixtral"), 29)}
 	for _, tc := range []struct {
 		name string
 		edit func(t *testing.T, dir string, ts map[string]safetensors.Tensor)
 		want string
+		arch string // "" is llama
 	}{
 		{"missing tensor", func(t *testing.T, dir string, ts map[string]safetensors.Tensor) {
 			delete(ts, "model.layers.1.mlp.up_proj.weight")
-		}, "missing tensor model.layers.1.mlp.up_proj.weight"},
+		}, "missing tensor model.layers.1.mlp.up_proj.weight", ""},
 		{"wrong shape", func(t *testing.T, dir string, ts map[string]safetensors.Tensor) {
 			v := ts["model.layers.0.self_attn.k_proj.weight"]
 			v.Shape = []int{32, 16}
 			ts[v.Name] = v
-		}, "tensor model.layers.0.self_attn.k_proj.weight has shape [32 16], want [16 32]"},
+		}, "tensor model.layers.0.self_attn.k_proj.weight has shape [32 16], want [16 32]", ""},
 		{"extra tensor", func(t *testing.T, dir string, ts map[string]safetensors.Tensor) {
 			x, _ := safetensors.FromFloat32("model.layers.0.self_attn.q_proj.bias", []int{32}, make([]float32, 32), safetensors.F32)
 			ts[x.Name] = x
-		}, "unexpected tensor model.layers.0.self_attn.q_proj.bias"},
+		}, "unexpected tensor model.layers.0.self_attn.q_proj.bias", ""},
 		{"integer tensor", func(t *testing.T, dir string, ts map[string]safetensors.Tensor) {
 			v := ts["model.norm.weight"]
 			v.DType = safetensors.I32
 			ts[v.Name] = v
-		}, `"model.norm.weight": cannot decode I32`},
+		}, `"model.norm.weight": cannot decode I32`, ""},
 		{"unsupported config field", func(t *testing.T, dir string, ts map[string]safetensors.Tensor) {
 			path := filepath.Join(dir, ConfigFile)
 			b, err := os.ReadFile(path)
@@ -155,12 +208,28 @@ func TestLoadErrors(t *testing.T) {
 			if err := os.WriteFile(path, b, 0o644); err != nil {
 				t.Fatal(err)
 			}
-		}, `unsupported config.json field rope_scaling: {"type":"yarn","factor":4}`},
+		}, `unsupported config.json field rope_scaling: {"type":"yarn","factor":4}`, ""},
 		{"no weights", func(t *testing.T, dir string, ts map[string]safetensors.Tensor) {
 			clear(ts)
-		}, "no model.safetensors or model.safetensors.index.json"},
+		}, "no model.safetensors or model.safetensors.index.json", ""},
+		{"missing expert", func(t *testing.T, dir string, ts map[string]safetensors.Tensor) {
+			delete(ts, "model.layers.1.block_sparse_moe.experts.2.w3.weight")
+		}, "missing tensor model.layers.1.block_sparse_moe.experts.2.w3.weight", "mixtral"},
+		{"missing router", func(t *testing.T, dir string, ts map[string]safetensors.Tensor) {
+			delete(ts, "model.layers.0.block_sparse_moe.gate.weight")
+		}, "missing tensor model.layers.0.block_sparse_moe.gate.weight", "mixtral"},
+		{"expert beyond num_local_experts", func(t *testing.T, dir string, ts map[string]safetensors.Tensor) {
+			x := ts["model.layers.0.block_sparse_moe.experts.0.w1.weight"]
+			x.Name = "model.layers.0.block_sparse_moe.experts.4.w1.weight"
+			ts[x.Name] = x
+		}, "unexpected tensor model.layers.0.block_sparse_moe.experts.4.w1.weight", "mixtral"},
+		{"dense mlp in a mixtral checkpoint", func(t *testing.T, dir string, ts map[string]safetensors.Tensor) {
+			x, _ := safetensors.FromFloat32("model.layers.0.mlp.up_proj.weight", []int{24, 32}, make([]float32, 24*32), safetensors.F32)
+			ts[x.Name] = x
+		}, "unexpected tensor model.layers.0.mlp.up_proj.weight", "mixtral"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			m := models[cmp.Or(tc.arch, "llama")]
 			dir := t.TempDir()
 			if err := m.Save(dir, safetensors.F32); err != nil {
 				t.Fatal(err)

@@ -51,17 +51,20 @@ type chatChoice struct {
 	Logprobs     *chatLogprobs  `json:"logprobs"`
 	FinishReason string         `json:"finish_reason"`
 	TokenIDs     []int32        `json:"token_ids,omitempty"`
+	// RoutedExperts: see docs/serving-api.md.
+	RoutedExperts [][]int32 `json:"routed_experts,omitempty"`
 }
 
 type chatResponse struct {
-	ID             string       `json:"id"`
-	Object         string       `json:"object"`
-	Created        int64        `json:"created"`
-	Model          string       `json:"model"`
-	Choices        []chatChoice `json:"choices"`
-	Usage          usage        `json:"usage"`
-	WeightsVersion string       `json:"weights_version"`
-	PromptTokenIDs []int32      `json:"prompt_token_ids,omitempty"`
+	ID                  string       `json:"id"`
+	Object              string       `json:"object"`
+	Created             int64        `json:"created"`
+	Model               string       `json:"model"`
+	Choices             []chatChoice `json:"choices"`
+	Usage               usage        `json:"usage"`
+	WeightsVersion      string       `json:"weights_version"`
+	PromptTokenIDs      []int32      `json:"prompt_token_ids,omitempty"`
+	PromptRoutedExperts [][]int32    `json:"prompt_routed_experts,omitempty"`
 }
 
 type chatDelta struct {
@@ -71,22 +74,24 @@ type chatDelta struct {
 }
 
 type chunkChoice struct {
-	Index        int           `json:"index"`
-	Delta        chatDelta     `json:"delta"`
-	Logprobs     *chatLogprobs `json:"logprobs"`
-	FinishReason *string       `json:"finish_reason"`
-	TokenIDs     []int32       `json:"token_ids,omitempty"`
+	Index         int           `json:"index"`
+	Delta         chatDelta     `json:"delta"`
+	Logprobs      *chatLogprobs `json:"logprobs"`
+	FinishReason  *string       `json:"finish_reason"`
+	TokenIDs      []int32       `json:"token_ids,omitempty"`
+	RoutedExperts [][]int32     `json:"routed_experts,omitempty"`
 }
 
 type chatChunk struct {
-	ID             string        `json:"id"`
-	Object         string        `json:"object"`
-	Created        int64         `json:"created"`
-	Model          string        `json:"model"`
-	Choices        []chunkChoice `json:"choices"`
-	Usage          *usage        `json:"usage,omitempty"`
-	WeightsVersion string        `json:"weights_version"`
-	PromptTokenIDs []int32       `json:"prompt_token_ids,omitempty"`
+	ID                  string        `json:"id"`
+	Object              string        `json:"object"`
+	Created             int64         `json:"created"`
+	Model               string        `json:"model"`
+	Choices             []chunkChoice `json:"choices"`
+	Usage               *usage        `json:"usage,omitempty"`
+	WeightsVersion      string        `json:"weights_version"`
+	PromptTokenIDs      []int32       `json:"prompt_token_ids,omitempty"`
+	PromptRoutedExperts [][]int32     `json:"prompt_routed_experts,omitempty"`
 }
 
 // job is one validated generation request: the weights it took at its
@@ -98,23 +103,30 @@ type job struct {
 	n      int
 }
 
-// generate runs choice i of j; emit sees every sampled token.
-func (s *Server) generate(ctx context.Context, j *job, i int, emit func(generate.Token) error) (generate.Result, []generate.Token, error) {
-	p := j.params
-	if p.Seed != nil {
-		seed := *p.Seed + uint64(i)
-		p.Seed = &seed
+// generate runs j's n choices together through the batcher (choice i
+// seeded with seed+i); emit sees every sampled token with its choice. It
+// returns each choice's result and sampled tokens.
+func (s *Server) generate(ctx context.Context, j *job, emit func(choice int, t generate.Token) error) ([]generate.Result, [][]generate.Token, error) {
+	params := make([]generate.Params, j.n)
+	for i := range params {
+		params[i] = j.params
+		if p := j.params.Seed; p != nil {
+			seed := *p + uint64(i)
+			params[i].Seed = &seed
+		}
 	}
-	var toks []generate.Token
-	res, err := generate.Generate(ctx, j.w.m, s.tok, j.prompt, p, func(t generate.Token) error {
-		toks = append(toks, t)
+	toks := make([][]generate.Token, j.n)
+	res, err := s.batch.Generate(ctx, j.w.m, s.tok, j.prompt, params, func(i int, t generate.Token) error {
+		toks[i] = append(toks[i], t)
 		if emit != nil {
-			return emit(t)
+			return emit(i, t)
 		}
 		return nil
 	})
 	s.met.prompt.Add(float64(len(j.prompt)))
-	s.met.generated.Add(float64(len(res.Tokens)))
+	for _, r := range res {
+		s.met.generated.Add(float64(len(r.Tokens)))
+	}
 	var cerr *generate.ContextError
 	switch {
 	case errors.As(err, &cerr):
@@ -122,7 +134,7 @@ func (s *Server) generate(ctx context.Context, j *job, i int, emit func(generate
 	case errors.Is(err, generate.ErrParams):
 		return res, toks, badRequest("", "%v", err)
 	case err != nil:
-		return res, toks, fmt.Errorf("generate choice %d: %w", i, err)
+		return res, toks, fmt.Errorf("generate: %w", err)
 	}
 	return res, toks, nil
 }
@@ -218,6 +230,9 @@ func (s *Server) chatJob(req *chatRequest) (*job, bool, error) {
 	}
 	parseTools = parseTools && len(tools) > 0
 	w := s.cur.Load()
+	if err := checkRoutes(&req.sampling, w); err != nil {
+		return nil, false, err
+	}
 	prompt := s.tok.Encode(generate.RenderChat(msgs, tools, true))
 	if max := w.m.Config.MaxPositionEmbeddings; len(prompt) > max {
 		return nil, false, contextError("messages", &generate.ContextError{Prompt: len(prompt), Max: max})
@@ -252,19 +267,23 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 		resp.PromptTokenIDs = j.prompt
 	}
 	resp.Usage.PromptTokens = len(j.prompt)
-	for i := range j.n {
-		res, toks, err := s.generate(r.Context(), j, i, nil)
-		if err != nil {
-			s.writeError(w, r, err)
-			return
-		}
+	results, toks, err := s.generate(r.Context(), j, nil)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	for i, res := range results {
 		msg, finish := s.assistantMessage(res.Text, res.FinishReason, parseTools)
 		c := chatChoice{Index: i, Message: msg, FinishReason: finish}
 		if req.Logprobs {
-			c.Logprobs = s.chatLogprobs(toks, req.ReturnTokensAsTokenIDs)
+			c.Logprobs = s.chatLogprobs(toks[i], req.ReturnTokensAsTokenIDs)
 		}
 		if req.ReturnTokenIDs {
 			c.TokenIDs = res.Tokens
+		}
+		if req.ReturnRoutedExperts {
+			c.RoutedExperts = res.Routes
+			resp.PromptRoutedExperts = res.PromptRoutes
 		}
 		resp.Choices = append(resp.Choices, c)
 		resp.Usage.CompletionTokens += len(res.Tokens)
@@ -319,13 +338,94 @@ func heldBack(text string, stops []string) int {
 	return hold
 }
 
-// streamChat generates j's choices one after the other, sending content as
-// it becomes safe to show and tool calls at the end of each choice.
-func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, req *chatRequest, j *job, parseTools bool) {
+// streamText is one choice's text as a stream sends it: content goes out
+// as soon as it cannot turn out to be part of a cut (a stop string, or a
+// <tool_call> block sent separately at the end).
+type streamText struct {
+	cuts    []string
+	text    strings.Builder
+	sent    int
+	pending []generate.Token // sampled, not yet sent
+}
+
+// add records t and returns the text that became safe to send.
+func (st *streamText) add(s *Server, t generate.Token, stopIDs map[int32]bool) string {
+	st.pending = append(st.pending, t)
+	if !stopIDs[t.ID] {
+		st.text.Write(s.tokenBytes(t.ID))
+	}
+	visible := st.text.String()
+	for _, c := range st.cuts {
+		if k := strings.Index(visible, c); k >= 0 {
+			visible = visible[:k]
+		}
+	}
+	safe := len(visible) - heldBack(visible, st.cuts)
+	if safe <= st.sent {
+		return ""
+	}
+	delta := visible[st.sent:safe]
+	st.sent = safe
+	return delta
+}
+
+// rest is what remains to send of final, the choice's finished content,
+// once the stream has sent what add returned.
+func (st *streamText) rest(final *string, generated string) string {
+	if final != nil && len(*final) >= st.sent && strings.HasPrefix(*final, generated[:st.sent]) {
+		return (*final)[st.sent:]
+	}
+	return ""
+}
+
+// takePending returns the tokens sampled since the last call.
+func (st *streamText) takePending() []generate.Token {
+	p := st.pending
+	st.pending = nil
+	return p
+}
+
+// defaultStopIDs are the special tokens that end a generation and whose
+// text is never shown.
+func (s *Server) defaultStopIDs() map[int32]bool {
+	ids := map[int32]bool{}
+	for _, name := range []string{tokenizer.EndOfText, tokenizer.ImEnd} {
+		if id, ok := s.tok.Special(name); ok {
+			ids[id] = true
+		}
+	}
+	return ids
+}
+
+// startStream sends the headers of a server-sent event stream.
+func startStream(w http.ResponseWriter) *sseWriter {
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.WriteHeader(http.StatusOK)
-	out := &sseWriter{w: w, rc: http.NewResponseController(w)}
+	return &sseWriter{w: w, rc: http.NewResponseController(w)}
+}
+
+// streamError ends a stream that failed after its headers were sent, as
+// OpenAI's API does: an error event, then [DONE]. A client that went away
+// gets nothing.
+func (s *Server) streamError(r *http.Request, out *sseWriter, err error) {
+	if r.Context().Err() != nil {
+		return
+	}
+	var e *apiError
+	if !errors.As(err, &e) {
+		s.log.Error("stream failed", "err", err)
+		e = &apiError{status: http.StatusInternalServerError, Message: err.Error(), Type: "server_error"}
+	}
+	_ = out.send(map[string]any{"error": e})
+	_ = out.raw([]byte("[DONE]"))
+}
+
+// streamChat generates j's choices together, sending each choice's content
+// as it becomes safe to show, and its tool calls and finish reason when
+// all are done.
+func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, req *chatRequest, j *job, parseTools bool) {
+	out := startStream(w)
 	base := chatChunk{
 		ID:             newID("chatcmpl-"),
 		Object:         "chat.completion.chunk",
@@ -339,19 +439,15 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, req *chatReq
 	if parseTools {
 		cuts = append(cuts, tokenizer.ToolCall)
 	}
-	stopIDs := map[int32]bool{}
-	for _, name := range []string{tokenizer.EndOfText, tokenizer.ImEnd} {
-		if id, ok := s.tok.Special(name); ok {
-			stopIDs[id] = true
-		}
-	}
+	stopIDs := s.defaultStopIDs()
 	chunk := func(c chunkChoice) chatChunk {
 		k := base
 		k.Choices = []chunkChoice{c}
 		return k
 	}
-	u := usage{PromptTokens: len(j.prompt)}
-	for i := range j.n {
+	streams := make([]streamText, j.n)
+	for i := range streams {
+		streams[i].cuts = cuts
 		first := chunk(chunkChoice{Index: i, Delta: chatDelta{Role: "assistant", Content: new(string)}})
 		if req.ReturnTokenIDs && i == 0 {
 			first.PromptTokenIDs = j.prompt
@@ -359,71 +455,55 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, req *chatReq
 		if err := out.send(first); err != nil {
 			return
 		}
-		var (
-			text    strings.Builder
-			sent    int
-			pending []generate.Token
-		)
-		flush := func(delta string, finish *string, d chatDelta) error {
-			c := chunkChoice{Index: i, Delta: d, FinishReason: finish}
-			if delta != "" {
-				c.Delta.Content = &delta
-			}
-			if req.Logprobs && len(pending) > 0 {
-				c.Logprobs = s.chatLogprobs(pending, req.ReturnTokensAsTokenIDs)
-			}
-			if req.ReturnTokenIDs {
-				for _, t := range pending {
-					c.TokenIDs = append(c.TokenIDs, t.ID)
-				}
-			}
-			pending = pending[:0]
-			return out.send(chunk(c))
+	}
+	// A choice's routes, and the prompt's on choice 0, ride on its
+	// finishing chunk.
+	routes := make([][][]int32, j.n)
+	var promptRoutes [][]int32
+	flush := func(i int, delta string, finish *string, d chatDelta) error {
+		c := chunkChoice{Index: i, Delta: d, FinishReason: finish}
+		if finish != nil {
+			c.RoutedExperts = routes[i]
 		}
-		res, _, err := s.generate(r.Context(), j, i, func(t generate.Token) error {
-			pending = append(pending, t)
-			if !stopIDs[t.ID] {
-				text.Write(s.tokenBytes(t.ID))
-			}
-			visible := text.String()
-			for _, c := range cuts {
-				if k := strings.Index(visible, c); k >= 0 {
-					visible = visible[:k]
-				}
-			}
-			safe := len(visible) - heldBack(visible, cuts)
-			if safe > sent {
-				delta := visible[sent:safe]
-				sent = safe
-				if err := flush(delta, nil, chatDelta{}); err != nil {
-					return err
-				}
-			}
-			if s.onToken != nil {
-				s.onToken()
-			}
-			return nil
-		})
-		if err != nil {
-			if r.Context().Err() == nil {
-				var e *apiError
-				if !errors.As(err, &e) {
-					s.log.Error("stream failed", "err", err)
-					e = &apiError{status: http.StatusInternalServerError, Message: err.Error(), Type: "server_error"}
-				}
-				_ = out.send(map[string]any{"error": e})
-				_ = out.raw([]byte("[DONE]"))
-			}
-			return
+		if delta != "" {
+			c.Delta.Content = &delta
 		}
+		pending := streams[i].takePending()
+		if req.Logprobs && len(pending) > 0 {
+			c.Logprobs = s.chatLogprobs(pending, req.ReturnTokensAsTokenIDs)
+		}
+		if req.ReturnTokenIDs {
+			for _, t := range pending {
+				c.TokenIDs = append(c.TokenIDs, t.ID)
+			}
+		}
+		k := chunk(c)
+		if finish != nil && i == 0 {
+			k.PromptRoutedExperts = promptRoutes
+		}
+		return out.send(k)
+	}
+	results, _, err := s.generate(r.Context(), j, func(i int, t generate.Token) error {
+		if delta := streams[i].add(s, t, stopIDs); delta != "" {
+			if err := flush(i, delta, nil, chatDelta{}); err != nil {
+				return err
+			}
+		}
+		if s.onToken != nil {
+			s.onToken()
+		}
+		return nil
+	})
+	if err != nil {
+		s.streamError(r, out, err)
+		return
+	}
+	u := usage{PromptTokens: len(j.prompt)}
+	for i, res := range results {
 		u.CompletionTokens += len(res.Tokens)
 		msg, finish := s.assistantMessage(res.Text, res.FinishReason, parseTools)
-		var rest string
-		if msg.Content != nil && len(*msg.Content) >= sent && strings.HasPrefix(*msg.Content, res.Text[:sent]) {
-			rest = (*msg.Content)[sent:]
-		}
-		if rest != "" {
-			if err := flush(rest, nil, chatDelta{}); err != nil {
+		if rest := streams[i].rest(msg.Content, res.Text); rest != "" {
+			if err := flush(i, rest, nil, chatDelta{}); err != nil {
 				return
 			}
 		}
@@ -432,7 +512,13 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, req *chatReq
 			c.Index = &k
 			d.ToolCalls = append(d.ToolCalls, c)
 		}
-		if err := flush("", &finish, d); err != nil {
+		if req.ReturnRoutedExperts {
+			routes[i] = res.Routes
+			if i == 0 {
+				promptRoutes = res.PromptRoutes
+			}
+		}
+		if err := flush(i, "", &finish, d); err != nil {
 			return
 		}
 	}

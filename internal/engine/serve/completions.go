@@ -24,22 +24,32 @@ type completionLogprobs struct {
 }
 
 type completionChoice struct {
-	Index        int                 `json:"index"`
-	Text         string              `json:"text"`
-	Logprobs     *completionLogprobs `json:"logprobs"`
-	FinishReason string              `json:"finish_reason"`
-	TokenIDs     []int32             `json:"token_ids,omitempty"`
+	Index         int                 `json:"index"`
+	Text          string              `json:"text"`
+	Logprobs      *completionLogprobs `json:"logprobs"`
+	FinishReason  string              `json:"finish_reason"`
+	TokenIDs      []int32             `json:"token_ids,omitempty"`
+	RoutedExperts [][]int32           `json:"routed_experts,omitempty"`
 }
 
 type completionResponse struct {
-	ID             string             `json:"id"`
-	Object         string             `json:"object"`
-	Created        int64              `json:"created"`
-	Model          string             `json:"model"`
-	Choices        []completionChoice `json:"choices"`
-	Usage          usage              `json:"usage"`
-	WeightsVersion string             `json:"weights_version"`
-	PromptTokenIDs []int32            `json:"prompt_token_ids,omitempty"`
+	ID                  string             `json:"id"`
+	Object              string             `json:"object"`
+	Created             int64              `json:"created"`
+	Model               string             `json:"model"`
+	Choices             []completionChoice `json:"choices"`
+	Usage               usage              `json:"usage"`
+	WeightsVersion      string             `json:"weights_version"`
+	PromptTokenIDs      []int32            `json:"prompt_token_ids,omitempty"`
+	PromptRoutedExperts [][]int32          `json:"prompt_routed_experts,omitempty"`
+}
+
+// checkRoutes refuses return_routed_experts for a dense model.
+func checkRoutes(q *sampling, w *weights) error {
+	if q.ReturnRoutedExperts && !w.m.Config.MoE() {
+		return badRequest("return_routed_experts", "return_routed_experts: the model is dense (%s); only a mixture-of-experts model routes tokens", w.m.Config.Architectures[0])
+	}
+	return nil
 }
 
 // checkIDs refuses token ids the tokenizer does not know.
@@ -55,9 +65,6 @@ func (s *Server) checkIDs(param string, ids []int32) error {
 func (s *Server) completionJob(req *completionRequest) (*job, error) {
 	if err := s.checkModel(req.Model); err != nil {
 		return nil, err
-	}
-	if req.Stream {
-		return nil, badRequest("stream", "stream is not supported on /v1/completions; use /v1/chat/completions")
 	}
 	p, n, err := req.params(s.maxN, nil)
 	if err != nil {
@@ -82,15 +89,19 @@ func (s *Server) completionJob(req *completionRequest) (*job, error) {
 		return nil, badRequest("prompt", "prompt must not be empty")
 	}
 	w := s.cur.Load()
+	if err := checkRoutes(&req.sampling, w); err != nil {
+		return nil, err
+	}
 	if max := w.m.Config.MaxPositionEmbeddings; len(prompt) > max {
 		return nil, contextError("prompt", &generate.ContextError{Prompt: len(prompt), Max: max})
 	}
 	return &job{w: w, prompt: prompt, params: p, n: n}, nil
 }
 
-func (s *Server) completionLogprobs(toks []generate.Token, asIDs bool) *completionLogprobs {
+// completionLogprobs describes toks, whose text starts at offset off of
+// the completion.
+func (s *Server) completionLogprobs(toks []generate.Token, asIDs bool, off int) *completionLogprobs {
 	out := &completionLogprobs{}
-	off := 0
 	name := func(id int32) string {
 		if asIDs {
 			return fmt.Sprintf("token_id:%d", id)
@@ -135,24 +146,133 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 	if req.ReturnTokenIDs {
 		resp.PromptTokenIDs = j.prompt
 	}
-	for i := range j.n {
-		res, toks, err := s.generate(r.Context(), j, i, nil)
-		if err != nil {
-			s.writeError(w, r, err)
-			return
-		}
+	if req.Stream {
+		s.streamCompletions(w, r, &req, j, resp)
+		return
+	}
+	results, toks, err := s.generate(r.Context(), j, nil)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	for i, res := range results {
 		c := completionChoice{Index: i, Text: res.Text, FinishReason: res.FinishReason}
 		if j.params.Logprobs {
-			c.Logprobs = s.completionLogprobs(toks, req.ReturnTokensAsTokenIDs)
+			c.Logprobs = s.completionLogprobs(toks[i], req.ReturnTokensAsTokenIDs, 0)
 		}
 		if req.ReturnTokenIDs {
 			c.TokenIDs = res.Tokens
+		}
+		if req.ReturnRoutedExperts {
+			c.RoutedExperts = res.Routes
+			resp.PromptRoutedExperts = res.PromptRoutes
 		}
 		resp.Choices = append(resp.Choices, c)
 		resp.Usage.CompletionTokens += len(res.Tokens)
 	}
 	resp.Usage.TotalTokens = resp.Usage.PromptTokens + resp.Usage.CompletionTokens
 	writeJSON(w, http.StatusOK, resp)
+}
+
+// streamCompletions sends j's choices as server-sent events in OpenAI's
+// text_completion chunk shape: text deltas as they become safe to show
+// (a possible stop string is held back), then each choice's finish
+// reason, the usage chunk if asked for, and [DONE]. base carries the
+// response's id and fields; the prompt's token ids ride on the first
+// chunk.
+func (s *Server) streamCompletions(w http.ResponseWriter, r *http.Request, req *completionRequest, j *job, base completionResponse) {
+	out := startStream(w)
+	stopIDs := s.defaultStopIDs()
+	streams := make([]streamText, j.n)
+	offsets := make([]int, j.n)
+	promptIDs := base.PromptTokenIDs
+	base.PromptTokenIDs = nil
+	// A choice's routes, and the prompt's on choice 0, ride on its
+	// finishing chunk.
+	routes := make([][][]int32, j.n)
+	var promptRoutes [][]int32
+	send := func(i int, text string, finish *string) error {
+		c := completionChunkChoice{Index: i, Text: text, FinishReason: finish}
+		if finish != nil {
+			c.RoutedExperts = routes[i]
+		}
+		pending := streams[i].takePending()
+		if j.params.Logprobs && len(pending) > 0 {
+			c.Logprobs = s.completionLogprobs(pending, req.ReturnTokensAsTokenIDs, offsets[i])
+		}
+		if req.ReturnTokenIDs {
+			for _, t := range pending {
+				c.TokenIDs = append(c.TokenIDs, t.ID)
+			}
+		}
+		for _, t := range pending {
+			offsets[i] += len(s.tokenBytes(t.ID))
+		}
+		k := completionChunk{ID: base.ID, Object: base.Object, Created: base.Created, Model: base.Model,
+			WeightsVersion: base.WeightsVersion, Choices: []completionChunkChoice{c}, PromptTokenIDs: promptIDs}
+		promptIDs = nil
+		if finish != nil && i == 0 {
+			k.PromptRoutedExperts = promptRoutes
+		}
+		return out.send(k)
+	}
+	for i := range streams {
+		streams[i].cuts = j.params.Stop
+	}
+	results, _, err := s.generate(r.Context(), j, func(i int, t generate.Token) error {
+		if delta := streams[i].add(s, t, stopIDs); delta != "" {
+			return send(i, delta, nil)
+		}
+		return nil
+	})
+	if err != nil {
+		s.streamError(r, out, err)
+		return
+	}
+	u := base.Usage
+	for i, res := range results {
+		u.CompletionTokens += len(res.Tokens)
+		finish := res.FinishReason
+		if req.ReturnRoutedExperts {
+			routes[i] = res.Routes
+			if i == 0 {
+				promptRoutes = res.PromptRoutes
+			}
+		}
+		if err := send(i, streams[i].rest(&res.Text, res.Text), &finish); err != nil {
+			return
+		}
+	}
+	if req.StreamOptions != nil && req.StreamOptions.IncludeUsage {
+		u.TotalTokens = u.PromptTokens + u.CompletionTokens
+		k := completionChunk{ID: base.ID, Object: base.Object, Created: base.Created, Model: base.Model,
+			WeightsVersion: base.WeightsVersion, Choices: []completionChunkChoice{}, Usage: &u}
+		if err := out.send(k); err != nil {
+			return
+		}
+	}
+	_ = out.raw([]byte("[DONE]"))
+}
+
+type completionChunkChoice struct {
+	Index         int                 `json:"index"`
+	Text          string              `json:"text"`
+	Logprobs      *completionLogprobs `json:"logprobs"`
+	FinishReason  *string             `json:"finish_reason"`
+	TokenIDs      []int32             `json:"token_ids,omitempty"`
+	RoutedExperts [][]int32           `json:"routed_experts,omitempty"`
+}
+
+type completionChunk struct {
+	ID                  string                  `json:"id"`
+	Object              string                  `json:"object"`
+	Created             int64                   `json:"created"`
+	Model               string                  `json:"model"`
+	Choices             []completionChunkChoice `json:"choices"`
+	Usage               *usage                  `json:"usage,omitempty"`
+	WeightsVersion      string                  `json:"weights_version"`
+	PromptTokenIDs      []int32                 `json:"prompt_token_ids,omitempty"`
+	PromptRoutedExperts [][]int32               `json:"prompt_routed_experts,omitempty"`
 }
 
 type tokenizeRequest struct {

@@ -48,14 +48,23 @@ func testTokenizer(t testing.TB) *tokenizer.Tokenizer {
 // writeCheckpoint saves a tiny 2-layer Qwen2 model initialised from seed,
 // plus the toy tokenizer, in a fresh directory named name.
 func writeCheckpoint(t testing.TB, name string, seed uint64, hidden int) string {
+	return writeArchCheckpoint(t, "qwen2", name, seed, hidden)
+}
+
+// writeArchCheckpoint is writeCheckpoint for arch "qwen2", "llama" or
+// "moe" (4 experts, top 2).
+func writeArchCheckpoint(t testing.TB, arch, name string, seed uint64, hidden int) string {
 	t.Helper()
 	tok := testTokenizer(t)
-	cfg, err := model.ConfigFor("qwen2", "tiny", tok.VocabSize())
+	cfg, err := model.ConfigFor(arch, "tiny", tok.VocabSize())
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg.HiddenSize, cfg.IntermediateSize, cfg.NumHiddenLayers = hidden, 64, 2
 	cfg.NumAttentionHeads, cfg.NumKeyValueHeads, cfg.HeadDim = 4, 2, 8
+	if cfg.MoE() {
+		cfg.NumLocalExperts, cfg.NumExpertsPerTok = 4, 2
+	}
 	cfg.MaxPositionEmbeddings = testMaxPos
 	m, err := model.Init(cfg, seed)
 	if err != nil {
@@ -79,9 +88,24 @@ func startServer(t *testing.T) (*Server, *httptest.Server, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	runServer(t, s)
 	srv := httptest.NewServer(s.Handler())
 	t.Cleanup(srv.Close)
 	return s, srv, dir
+}
+
+// runServer runs s's decode loop until the test ends.
+func runServer(t *testing.T, s *Server) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	})
 }
 
 // post sends body as JSON and returns the status, headers and body.
@@ -137,7 +161,8 @@ func readSSE(t *testing.T, r io.Reader) []string {
 	return events
 }
 
-// streamResult is what a chat stream added up to.
+// streamResult is what a chat stream added up to; content is the
+// choices' content one after the other.
 type streamResult struct {
 	content, finish, version string
 	chunks                   int
@@ -151,6 +176,7 @@ func collectStream(t *testing.T, events []string) streamResult {
 	}
 	var out streamResult
 	var sb bytes.Buffer
+	var perChoice []string // choices' content, which a stream interleaves
 	for _, e := range events[:len(events)-1] {
 		var c chatChunk
 		dec := json.NewDecoder(strings.NewReader(e))
@@ -170,13 +196,19 @@ func collectStream(t *testing.T, events []string) streamResult {
 			out.usage = c.Usage
 		}
 		for _, ch := range c.Choices {
+			for len(perChoice) <= ch.Index {
+				perChoice = append(perChoice, "")
+			}
 			if ch.Delta.Content != nil {
-				sb.WriteString(*ch.Delta.Content)
+				perChoice[ch.Index] += *ch.Delta.Content
 			}
 			if ch.FinishReason != nil {
 				out.finish = *ch.FinishReason
 			}
 		}
+	}
+	for _, c := range perChoice {
+		sb.WriteString(c)
 	}
 	out.content = sb.String()
 	return out

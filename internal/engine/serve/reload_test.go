@@ -150,6 +150,7 @@ func TestMetrics(t *testing.T) {
 		`verisim_serve_reloads_total{result="failed"} 1`,
 		"verisim_serve_in_flight_requests 0",
 		"verisim_serve_malformed_tool_calls_total 0",
+		"verisim_serve_active_sequences 0",
 		`verisim_serve_request_duration_seconds_count{endpoint="chat_completions"} 2`,
 	} {
 		if !strings.Contains(text, want) {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
@@ -191,6 +192,79 @@ func TestCompletions(t *testing.T) {
 	}
 }
 
+// TestCompletionsStream checks that a streamed completion with two
+// choices and a stop string adds up, choice by choice, to the same text,
+// token ids and logprobs as the same request unstreamed, with text
+// offsets that run on across chunks.
+func TestCompletionsStream(t *testing.T) {
+	_, srv, _ := startServer(t)
+	const body = `{"prompt":"the quick brown fox","max_tokens":12,"seed":5,"temperature":0.8,"n":2,"stop":["zz"],"logprobs":1,"return_token_ids":true%s}`
+	var plain completionResponse
+	postOK(t, srv.URL+"/v1/completions", fmt.Sprintf(body, ""), &plain)
+	resp, err := http.Post(srv.URL+"/v1/completions", "application/json",
+		strings.NewReader(fmt.Sprintf(body, `,"stream":true,"stream_options":{"include_usage":true}`)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	events := readSSE(t, resp.Body)
+	if len(events) == 0 || events[len(events)-1] != "[DONE]" {
+		t.Fatalf("stream did not end with [DONE]: %q", events)
+	}
+	type acc struct {
+		text    strings.Builder
+		ids     []int32
+		lps     []float32
+		offsets []int
+		finish  string
+	}
+	got := make([]acc, 2)
+	var u *usage
+	var promptIDs []int32
+	for _, e := range events[:len(events)-1] {
+		var c completionChunk
+		dec := json.NewDecoder(strings.NewReader(e))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&c); err != nil {
+			t.Fatalf("chunk %s: %v", e, err)
+		}
+		if c.Object != "text_completion" || c.ID != "" && !strings.HasPrefix(c.ID, "cmpl-") {
+			t.Fatalf("chunk %s: object/id", e)
+		}
+		if c.Usage != nil {
+			u = c.Usage
+		}
+		promptIDs = append(promptIDs, c.PromptTokenIDs...)
+		for _, ch := range c.Choices {
+			a := &got[ch.Index]
+			a.text.WriteString(ch.Text)
+			a.ids = append(a.ids, ch.TokenIDs...)
+			if ch.Logprobs != nil {
+				a.lps = append(a.lps, ch.Logprobs.TokenLogprobs...)
+				a.offsets = append(a.offsets, ch.Logprobs.TextOffset...)
+			}
+			if ch.FinishReason != nil {
+				a.finish = *ch.FinishReason
+			}
+		}
+	}
+	if !slices.Equal(promptIDs, plain.PromptTokenIDs) {
+		t.Errorf("streamed prompt ids %v, want %v", promptIDs, plain.PromptTokenIDs)
+	}
+	for i, want := range plain.Choices {
+		g := &got[i]
+		if g.text.String() != want.Text || !slices.Equal(g.ids, want.TokenIDs) || g.finish != want.FinishReason {
+			t.Errorf("choice %d streamed %q %v %s, plain %q %v %s", i, g.text.String(), g.ids, g.finish, want.Text, want.TokenIDs, want.FinishReason)
+		}
+		if !slices.Equal(g.lps, want.Logprobs.TokenLogprobs) || !slices.Equal(g.offsets, want.Logprobs.TextOffset) {
+			t.Errorf("choice %d streamed logprobs %v offsets %v, plain %v %v", i, g.lps, g.offsets, want.Logprobs.TokenLogprobs, want.Logprobs.TextOffset)
+		}
+	}
+	if u == nil || *u != plain.Usage {
+		t.Errorf("stream usage %+v, want %+v", u, plain.Usage)
+	}
+}
+
 func TestBadInput(t *testing.T) {
 	_, srv, _ := startServer(t)
 	long := strings.Repeat("the quick brown fox jumps over the lazy dog. ", 200)
@@ -217,7 +291,7 @@ func TestBadInput(t *testing.T) {
 		{"prompt over context", "/v1/completions", `{"prompt":"` + long + `"}`, 400, fmt.Sprintf("exceeds the model's context of %d positions", testMaxPos)},
 		{"prompt id out of vocab", "/v1/completions", `{"prompt":[1,99999]}`, 400, "token id 99999"},
 		{"batched prompt", "/v1/completions", `{"prompt":["a","b"]}`, 400, "batched prompts"},
-		{"completion stream", "/v1/completions", `{"prompt":"a","stream":true}`, 400, "stream is not supported"},
+		{"completion stream n", "/v1/completions", `{"prompt":"a","stream":true,"n":99}`, 400, "n"},
 		{"detokenize bad id", "/detokenize", `{"tokens":[-1]}`, 400, "token id -1"},
 		{"reload without version", "/admin/reload", `{"path":"/nowhere"}`, 400, "version is required"},
 		{"reload missing dir", "/admin/reload", `{"path":"/nowhere","version":"x"}`, 400, "/nowhere"},
@@ -344,4 +418,125 @@ func TestConcurrentRequests(t *testing.T) {
 		})
 	}
 	wg.Wait()
+}
+
+// TestServedLogprobsMatchScoring checks the served logprobs against a
+// separate scoring pass: the checkpoint loaded afresh, prompt and
+// completion run through one Forward call, log-softmax at each
+// completion position. They agree up to float rounding between a
+// batched token-by-token decode and one full pass; the gap is logged.
+func TestServedLogprobsMatchScoring(t *testing.T) {
+	_, srv, dir := startServer(t)
+	var resp completionResponse
+	postOK(t, srv.URL+"/v1/completions", `{"prompt":"the quick brown fox","max_tokens":16,"seed":9,"temperature":1,"n":3,"logprobs":0,"return_token_ids":true}`, &resp)
+	m, err := model.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	V := m.Config.VocabSize
+	worst := 0.0
+	for _, c := range resp.Choices {
+		seq := append(slices.Clone(resp.PromptTokenIDs), c.TokenIDs...)
+		logits, err := m.Forward(m.NewKVCache(), seq, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(c.Logprobs.TokenLogprobs) != len(c.TokenIDs) {
+			t.Fatalf("%d logprobs for %d tokens", len(c.Logprobs.TokenLogprobs), len(c.TokenIDs))
+		}
+		for i, id := range c.TokenIDs {
+			row := len(resp.PromptTokenIDs) + i - 1
+			want := model.LogSoftmax(logits[row*V : (row+1)*V])[id]
+			worst = max(worst, math.Abs(float64(c.Logprobs.TokenLogprobs[i]-want)))
+		}
+	}
+	t.Logf("served vs scoring logprobs: max |diff| = %.3g over %d choices", worst, len(resp.Choices))
+	if worst > 1e-4 {
+		t.Errorf("served logprobs differ from a scoring pass by up to %g", worst)
+	}
+}
+
+// TestRoutedExperts serves a mixture-of-experts checkpoint and checks
+// return_routed_experts: one entry of layers·k experts per prompt token
+// and per completion token (the last, never run, empty), the same in a
+// stream as without, and replaying them in a scoring pass reproduces the
+// served logprobs. A dense model refuses the field.
+func TestRoutedExperts(t *testing.T) {
+	dir := writeArchCheckpoint(t, "moe", "mixtral", 3, 32)
+	s, err := New(Options{ModelDir: dir, MaxN: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runServer(t, s)
+	srv := httptest.NewServer(s.Handler())
+	t.Cleanup(srv.Close)
+	const body = `{"prompt":"the quick brown fox","max_tokens":8,"seed":2,"temperature":1,"n":2,"logprobs":0,"return_token_ids":true,"return_routed_experts":true%s}`
+	var resp completionResponse
+	postOK(t, srv.URL+"/v1/completions", fmt.Sprintf(body, ""), &resp)
+	m, err := model.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := m.Config.NumHiddenLayers * m.Config.NumExpertsPerTok
+	if len(resp.PromptRoutedExperts) != len(resp.PromptTokenIDs) {
+		t.Fatalf("%d prompt routes for %d prompt tokens", len(resp.PromptRoutedExperts), len(resp.PromptTokenIDs))
+	}
+	V := m.Config.VocabSize
+	for _, c := range resp.Choices {
+		if len(c.RoutedExperts) != len(c.TokenIDs) || len(c.RoutedExperts[len(c.RoutedExperts)-1]) != 0 {
+			t.Fatalf("choice %d: routes %v for %d tokens; want one each, the last empty", c.Index, c.RoutedExperts, len(c.TokenIDs))
+		}
+		replay := append(slices.Clone(resp.PromptRoutedExperts), c.RoutedExperts...)
+		for i, e := range replay[:len(replay)-1] {
+			if len(e) != k {
+				t.Fatalf("choice %d: route %d = %v, want %d experts", c.Index, i, e, k)
+			}
+		}
+		replay[len(replay)-1] = nil
+		seq := append(slices.Clone(resp.PromptTokenIDs), c.TokenIDs...)
+		logits, err := m.ForwardBatch([]model.Seq{{Cache: m.NewKVCache(), Tokens: seq, Replay: replay}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, id := range c.TokenIDs {
+			row := len(resp.PromptTokenIDs) + i - 1
+			if want := model.LogSoftmax(logits[row*V : (row+1)*V])[id]; math.Abs(float64(want-c.Logprobs.TokenLogprobs[i])) > 1e-5 {
+				t.Errorf("choice %d token %d: served logprob %g, replayed scoring %g", c.Index, i, c.Logprobs.TokenLogprobs[i], want)
+			}
+		}
+	}
+
+	// Streamed: the finishing chunks carry the same routes.
+	r, err := http.Post(srv.URL+"/v1/completions", "application/json", strings.NewReader(fmt.Sprintf(body, `,"stream":true`)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Body.Close()
+	events := readSSE(t, r.Body)
+	streamed := make([][][]int32, 2)
+	var promptRoutes [][]int32
+	for _, e := range events[:len(events)-1] {
+		var c completionChunk
+		if err := json.Unmarshal([]byte(e), &c); err != nil {
+			t.Fatal(err)
+		}
+		promptRoutes = append(promptRoutes, c.PromptRoutedExperts...)
+		for _, ch := range c.Choices {
+			streamed[ch.Index] = append(streamed[ch.Index], ch.RoutedExperts...)
+		}
+	}
+	if fmt.Sprint(promptRoutes) != fmt.Sprint(resp.PromptRoutedExperts) {
+		t.Errorf("streamed prompt routes %v, want %v", promptRoutes, resp.PromptRoutedExperts)
+	}
+	for i, c := range resp.Choices {
+		if fmt.Sprint(streamed[i]) != fmt.Sprint(c.RoutedExperts) {
+			t.Errorf("choice %d: streamed routes %v, want %v", i, streamed[i], c.RoutedExperts)
+		}
+	}
+
+	_, dense, _ := startServer(t)
+	status, _, b := post(t, dense.URL+"/v1/completions", `{"prompt":"a","return_routed_experts":true}`)
+	if status != http.StatusBadRequest || !strings.Contains(string(b), "dense") {
+		t.Errorf("dense model: status %d %s, want 400 naming it dense", status, b)
+	}
 }

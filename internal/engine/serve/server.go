@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -21,6 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/verisim/verisim/internal/engine/generate"
 	"github.com/verisim/verisim/internal/engine/model"
 	"github.com/verisim/verisim/internal/engine/tokenizer"
 )
@@ -47,6 +49,9 @@ type Options struct {
 	WeightsVersion string
 	// MaxN is the largest n a request may ask for; default 8.
 	MaxN int
+	// MaxBatch is the most sequences one decode step runs together;
+	// default 32.
+	MaxBatch int
 	// Logger receives one line per failed request and per reload; default
 	// discards.
 	Logger *slog.Logger
@@ -61,6 +66,7 @@ type Server struct {
 	cur    atomic.Pointer[weights]
 	reload sync.Mutex // serialises reloads
 	met    *metrics
+	batch  *generate.Batcher
 
 	// onToken, when set (by tests), runs after each streamed token is
 	// written.
@@ -116,8 +122,22 @@ func New(opts Options) (*Server, error) {
 		tok:  tok,
 		met:  newMetrics(),
 	}
+	s.batch = generate.NewBatcher(generate.BatcherOptions{MaxBatch: opts.MaxBatch, Observe: func(batch, active int) {
+		if batch > 0 {
+			s.met.batchSize.Observe(float64(batch))
+		}
+		s.met.active.Set(float64(active))
+	}})
 	s.cur.Store(&weights{m: m, version: opts.WeightsVersion})
 	return s, nil
+}
+
+// Run decodes the requests the handler receives, batching concurrent
+// ones, until ctx ends; requests still generating then fail. Run must be
+// running while the handler serves.
+func (s *Server) Run(ctx context.Context) error {
+	defer s.met.active.Set(0)
+	return s.batch.Run(ctx)
 }
 
 // WeightsVersion is the version of the weights new requests are served by.
@@ -152,6 +172,8 @@ type metrics struct {
 	prompt    prometheus.Counter
 	reloads   *prometheus.CounterVec
 	malformed prometheus.Counter
+	batchSize prometheus.Histogram
+	active    prometheus.Gauge
 }
 
 func newMetrics() *metrics {
@@ -188,7 +210,16 @@ func newMetrics() *metrics {
 			Help: "<tool_call> blocks that did not parse and were left in the content.",
 		}),
 	}
-	m.reg.MustRegister(m.requests, m.duration, m.inFlight, m.generated, m.prompt, m.reloads, m.malformed)
+	m.batchSize = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "verisim_serve_batch_size",
+		Help:    "Sequences decoded together per decode step.",
+		Buckets: []float64{1, 2, 4, 8, 16, 32, 64, 128},
+	})
+	m.active = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "verisim_serve_active_sequences",
+		Help: "Sequences being decoded or waiting for their turn in a decode step (the queue depth).",
+	})
+	m.reg.MustRegister(m.requests, m.duration, m.inFlight, m.generated, m.prompt, m.reloads, m.malformed, m.batchSize, m.active)
 	return m
 }
 

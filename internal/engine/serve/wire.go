@@ -32,8 +32,12 @@ type sampling struct {
 	// ReturnTokensAsTokenIDs spells each logprob entry's token as
 	// "token_id:N", as vLLM does, so that a client recovers the exact ids
 	// from the logprobs alone.
-	ReturnTokensAsTokenIDs bool   `json:"return_tokens_as_token_ids"`
-	User                   string `json:"user"`
+	ReturnTokensAsTokenIDs bool `json:"return_tokens_as_token_ids"`
+	// ReturnRoutedExperts, for a mixture-of-experts model, adds the
+	// experts every prompt and completion token was routed to (router
+	// replay for the trainer).
+	ReturnRoutedExperts bool   `json:"return_routed_experts"`
+	User                string `json:"user"`
 }
 
 // params turns the shared fields into generate.Params and n, checking
