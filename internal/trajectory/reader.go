@@ -52,6 +52,10 @@ func (r *Reader) Next() (*Trajectory, error) {
 	return t, nil
 }
 
+// Line is the number (from 1) of the line of the record Next last returned
+// or failed on.
+func (r *Reader) Line() int { return r.lines.n }
+
 // decode unmarshals line into v. tail says that line is the input's last
 // and lacks its newline: invalid JSON there is a record cut short, as is a
 // line anywhere that is the beginning of a JSON value.

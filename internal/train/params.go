@@ -1,0 +1,186 @@
+package train
+
+import (
+	"fmt"
+	"runtime"
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	"github.com/verisim/verisim/internal/engine/model"
+)
+
+type tensorKind int
+
+const (
+	kindMatrix tensorKind = iota // 2-D weights, embeddings included: decayed
+	kindNorm
+	kindBias
+)
+
+// tensor is one trainable tensor of a model-shaped set of buffers (the
+// weights, the gradients, or one of AdamW's moments).
+type tensor struct {
+	name  string // the Hugging Face name, as model.Save writes it
+	shape []int
+	kind  tensorKind
+	data  *[]float32
+}
+
+func (p tensor) size() int {
+	n := 1
+	for _, d := range p.shape {
+		n *= d
+	}
+	return n
+}
+
+// tensors lists every trainable tensor of m in a fixed order, with the
+// names and shapes model.Save uses (a mixture-of-experts layer's router
+// and experts in place of the dense MLP). It is the one place in this
+// package that knows the model's fields (the model package keeps its own
+// list unexported). A tied lm_head is left out: it is the embedding. Each
+// mixture-of-experts layer must hold its experts (checkModel sees to it).
+func tensors(m *model.Model) []tensor {
+	c := m.Config
+	h, q, kv, inter := c.HiddenSize, c.NumAttentionHeads*c.HeadDim, c.NumKeyValueHeads*c.HeadDim, c.IntermediateSize
+	ts := []tensor{{"model.embed_tokens.weight", []int{c.VocabSize, h}, kindMatrix, &m.Embed}}
+	for i := range m.Layers {
+		l := &m.Layers[i]
+		pre := "model.layers." + strconv.Itoa(i) + "."
+		ts = append(ts,
+			tensor{pre + "input_layernorm.weight", []int{h}, kindNorm, &l.InputNorm},
+			tensor{pre + "self_attn.q_proj.weight", []int{q, h}, kindMatrix, &l.Q},
+			tensor{pre + "self_attn.k_proj.weight", []int{kv, h}, kindMatrix, &l.K},
+			tensor{pre + "self_attn.v_proj.weight", []int{kv, h}, kindMatrix, &l.V},
+			tensor{pre + "self_attn.o_proj.weight", []int{h, q}, kindMatrix, &l.O},
+		)
+		if c.QKVBias() {
+			ts = append(ts,
+				tensor{pre + "self_attn.q_proj.bias", []int{q}, kindBias, &l.QBias},
+				tensor{pre + "self_attn.k_proj.bias", []int{kv}, kindBias, &l.KBias},
+				tensor{pre + "self_attn.v_proj.bias", []int{kv}, kindBias, &l.VBias},
+			)
+		}
+		if c.OBias() {
+			ts = append(ts, tensor{pre + "self_attn.o_proj.bias", []int{h}, kindBias, &l.OBias})
+		}
+		ts = append(ts, tensor{pre + "post_attention_layernorm.weight", []int{h}, kindNorm, &l.PostNorm})
+		if !c.MoE() {
+			ts = append(ts,
+				tensor{pre + "mlp.gate_proj.weight", []int{inter, h}, kindMatrix, &l.Gate},
+				tensor{pre + "mlp.up_proj.weight", []int{inter, h}, kindMatrix, &l.Up},
+				tensor{pre + "mlp.down_proj.weight", []int{h, inter}, kindMatrix, &l.Down},
+			)
+			continue
+		}
+		moe := pre + "block_sparse_moe."
+		ts = append(ts, tensor{moe + "gate.weight", []int{c.NumLocalExperts, h}, kindMatrix, &l.Router})
+		for e := range l.Experts {
+			x := &l.Experts[e]
+			ex := moe + "experts." + strconv.Itoa(e) + "."
+			ts = append(ts,
+				tensor{ex + "w1.weight", []int{inter, h}, kindMatrix, &x.Gate},
+				tensor{ex + "w2.weight", []int{h, inter}, kindMatrix, &x.Down},
+				tensor{ex + "w3.weight", []int{inter, h}, kindMatrix, &x.Up},
+			)
+		}
+	}
+	ts = append(ts, tensor{"model.norm.weight", []int{h}, kindNorm, &m.Norm})
+	if !c.TieWordEmbeddings {
+		ts = append(ts, tensor{"lm_head.weight", []int{c.VocabSize, h}, kindMatrix, &m.LMHead})
+	}
+	return ts
+}
+
+// zerosLike returns a model-shaped set of zero buffers for cfg: the layout
+// of the gradients and the moments. With tied embeddings its LMHead aliases
+// its Embed, so the head's gradient lands in the embedding's.
+func zerosLike(cfg model.Config) *model.Model {
+	z := &model.Model{Config: cfg, Layers: make([]model.Layer, cfg.NumHiddenLayers)}
+	if cfg.MoE() {
+		for i := range z.Layers {
+			z.Layers[i].Experts = make([]model.Expert, cfg.NumLocalExperts)
+		}
+	}
+	for _, p := range tensors(z) {
+		*p.data = make([]float32, p.size())
+	}
+	if cfg.TieWordEmbeddings {
+		z.LMHead = z.Embed
+	}
+	return z
+}
+
+// checkModel reports a model whose buffers do not match its config.
+func checkModel(m *model.Model) error {
+	if err := m.Config.Validate(); err != nil {
+		return err
+	}
+	if len(m.Layers) != m.Config.NumHiddenLayers {
+		return fmt.Errorf("model has %d layers, config says %d", len(m.Layers), m.Config.NumHiddenLayers)
+	}
+	for i, l := range m.Layers {
+		if want := m.Config.NumLocalExperts; len(l.Experts) != want {
+			return fmt.Errorf("layer %d has %d experts, config says %d", i, len(l.Experts), want)
+		}
+	}
+	for _, p := range tensors(m) {
+		if len(*p.data) != p.size() {
+			return fmt.Errorf("tensor %s holds %d values, shape %v needs %d", p.name, len(*p.data), p.shape, p.size())
+		}
+	}
+	if m.Config.TieWordEmbeddings && (len(m.LMHead) != len(m.Embed) || &m.LMHead[0] != &m.Embed[0]) {
+		return fmt.Errorf("config ties the embeddings but LMHead is not Embed")
+	}
+	return nil
+}
+
+// chunk is a range of one tensor: the unit of the element-wise passes
+// (clearing, merging, the norm, the AdamW update), which run in parallel.
+// Chunks have a fixed size, so reductions over them sum in the same order
+// whatever the thread count.
+type chunk struct{ p, lo, hi int }
+
+const chunkSize = 1 << 15
+
+func chunksOf(ts []tensor) []chunk {
+	var cs []chunk
+	for i, p := range ts {
+		n := p.size()
+		for lo := 0; lo < n; lo += chunkSize {
+			cs = append(cs, chunk{i, lo, min(lo+chunkSize, n)})
+		}
+	}
+	return cs
+}
+
+// parallel calls fn for every chunk (with its index) over the gemm
+// configuration's thread count, and waits for all of them.
+func (b *Builtin) parallel(fn func(c chunk, i int)) {
+	threads := b.opts.Compute.Threads
+	if threads <= 0 {
+		threads = runtime.GOMAXPROCS(0)
+	}
+	threads = min(threads, len(b.chunks))
+	if threads <= 1 {
+		for i, c := range b.chunks {
+			fn(c, i)
+		}
+		return
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range threads {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= len(b.chunks) {
+					return
+				}
+				fn(b.chunks[i], i)
+			}
+		})
+	}
+	wg.Wait()
+}
