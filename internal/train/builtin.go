@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"runtime"
-	"slices"
 	"sync"
 	"time"
 
@@ -226,33 +225,7 @@ func checkRoutes(c model.Config, d Datum) error {
 	if len(d.Routes) == 0 {
 		return nil
 	}
-	if !c.MoE() {
-		return errors.New("routes given for a dense model (no mixture-of-experts layers)")
-	}
-	if len(d.Routes) != len(d.Tokens) {
-		return fmt.Errorf("%d routes for %d tokens", len(d.Routes), len(d.Tokens))
-	}
-	L, k, E := c.NumHiddenLayers, c.NumExpertsPerTok, c.NumLocalExperts
-	for t, r := range d.Routes {
-		if len(r) == 0 {
-			continue
-		}
-		if len(r) != L*k {
-			return fmt.Errorf("routes of position %d: %d experts, want %d (%d layers × num_experts_per_tok %d)", t, len(r), L*k, L, k)
-		}
-		for li := range L {
-			layer := r[li*k : (li+1)*k]
-			for j, e := range layer {
-				if e < 0 || int(e) >= E {
-					return fmt.Errorf("routes of position %d, layer %d: expert %d outside 0..%d", t, li, e, E-1)
-				}
-				if slices.Contains(layer[:j], e) {
-					return fmt.Errorf("routes of position %d, layer %d: expert %d given twice", t, li, e)
-				}
-			}
-		}
-	}
-	return nil
+	return c.CheckRoutes(d.Routes, len(d.Tokens), 0)
 }
 
 func lossName(s string) (string, error) {

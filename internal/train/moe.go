@@ -1,7 +1,6 @@
 package train
 
 import (
-	"math"
 
 	"github.com/verisim/verisim/internal/engine/model"
 )
@@ -61,7 +60,7 @@ func (n *network) moeForward(l *model.Layer, a *layerActs, li int, routes [][]in
 		if len(routes) > 0 && len(routes[t]) > 0 {
 			given = routes[t][li*k : (li+1)*k]
 		}
-		route(m.experts[t*k:(t+1)*k], m.weights[t*k:(t+1)*k], m.logits[t*E:(t+1)*E], given)
+		model.Route(m.experts[t*k:(t+1)*k], m.weights[t*k:(t+1)*k], m.logits[t*E:(t+1)*E], given)
 	}
 
 	// Counting sort of the slots by expert.
@@ -166,36 +165,3 @@ func (n *network) gatherRows(m *moeActs, h []float32, H, k int) {
 	}
 }
 
-// route picks one token's experts from its router logits as the engine
-// does: the len(experts) highest logits, highest first, a tie going to the
-// lower expert index; or the given experts when replaying. weights gets
-// the softmax of the logits over the chosen experts, in float64 as the
-// engine computes it.
-func route(experts []int32, weights, logits []float32, given []int32) {
-	if given != nil {
-		copy(experts, given)
-	} else {
-		var taken [model.MaxExperts / 64]uint64
-		for j := range experts {
-			best := -1
-			for e, v := range logits {
-				if taken[e/64]&(1<<(e%64)) == 0 && (best < 0 || v > logits[best]) {
-					best = e
-				}
-			}
-			taken[best/64] |= 1 << (best % 64)
-			experts[j] = int32(best)
-		}
-	}
-	top := math.Inf(-1)
-	for _, e := range experts {
-		top = max(top, float64(logits[e]))
-	}
-	var sum float64
-	for _, e := range experts {
-		sum += math.Exp(float64(logits[e]) - top)
-	}
-	for j, e := range experts {
-		weights[j] = float32(math.Exp(float64(logits[e])-top) / sum)
-	}
-}

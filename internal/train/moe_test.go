@@ -126,11 +126,11 @@ func TestBadRoutes(t *testing.T) {
 		edit func(*Datum)
 		want string
 	}{
-		{"fewer routes than tokens", func(d *Datum) { d.Routes = d.Routes[:3] }, "datum 1: 3 routes for 4 tokens"},
-		{"short entry", func(d *Datum) { d.Routes[2] = d.Routes[2][:3] }, "datum 1: routes of position 2: 3 experts, want 4 (2 layers × num_experts_per_tok 2)"},
-		{"expert past the last", func(d *Datum) { d.Routes[1][3] = 4 }, "datum 1: routes of position 1, layer 1: expert 4 outside 0..3"},
-		{"negative expert", func(d *Datum) { d.Routes[3][0] = -1 }, "datum 1: routes of position 3, layer 0: expert -1 outside 0..3"},
-		{"expert twice", func(d *Datum) { d.Routes[0][2], d.Routes[0][3] = 1, 1 }, "datum 1: routes of position 0, layer 1: expert 1 given twice"},
+		{"fewer routes than tokens", func(d *Datum) { d.Routes = d.Routes[:3] }, "datum 1: 3 route entries for 4 tokens"},
+		{"short entry", func(d *Datum) { d.Routes[2] = d.Routes[2][:3] }, "datum 1: route of position 2: 3 experts, want 4 (2 layers × num_experts_per_tok 2)"},
+		{"expert past the last", func(d *Datum) { d.Routes[1][3] = 4 }, "datum 1: route of position 1, layer 1: expert 4 outside 0..3"},
+		{"negative expert", func(d *Datum) { d.Routes[3][0] = -1 }, "datum 1: route of position 3, layer 0: expert -1 outside 0..3"},
+		{"expert twice", func(d *Datum) { d.Routes[0][2], d.Routes[0][3] = 1, 1 }, "datum 1: route of position 0, layer 1: expert 1 given twice"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d := ok()

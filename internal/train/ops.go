@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/verisim/verisim/internal/engine/gemm"
+	"github.com/verisim/verisim/internal/engine/model"
 )
 
 // matmul runs every matrix product of the forward and backward passes
@@ -145,23 +146,7 @@ func (mm *matmul) attention(s attnShape, out, q, k, v, scores, rowMax, rowInv []
 		kvOff := (h / group) * hd
 		mm.sgemm(false, true, T, T, hd, s.scale(), q[h*hd:], qDim, k[kvOff:], kvDim, 0, sc, T)
 		for t := range T {
-			row := sc[t*T : (t+1)*T]
-			see := t + 1
-			maxS := float32(math.Inf(-1))
-			for _, x := range row[:see] {
-				maxS = max(maxS, x)
-			}
-			var sum float32
-			for j := range row[:see] {
-				row[j] = float32(math.Exp(float64(row[j] - maxS)))
-				sum += row[j]
-			}
-			inv := 1 / sum
-			for j := range row[:see] {
-				row[j] *= inv
-			}
-			clear(row[see:])
-			rowMax[h*T+t], rowInv[h*T+t] = maxS, inv
+			rowMax[h*T+t], rowInv[h*T+t] = model.SoftmaxPrefix(sc[t*T:(t+1)*T], t+1)
 		}
 		mm.sgemm(false, false, T, hd, T, 1, sc, T, v[kvOff:], kvDim, 0, out[h*hd:], qDim)
 	}
@@ -187,7 +172,7 @@ func (mm *matmul) attentionBackward(s attnShape, dq, dk, dv, dout, q, k, v, rowM
 			see := t + 1
 			maxS, inv := rowMax[h*T+t], rowInv[h*T+t]
 			for j := range row[:see] {
-				row[j] = float32(math.Exp(float64(row[j]-maxS))) * inv
+				row[j] = model.Exp32(row[j]-maxS) * inv
 			}
 			clear(row[see:])
 		}
@@ -213,7 +198,7 @@ func (mm *matmul) attentionBackward(s attnShape, dq, dk, dv, dout, q, k, v, rowM
 // swiGLU sets act[i] = silu(gate[i])·up[i], as the engine does.
 func swiGLU(act, gate, up []float32) {
 	for i, g := range gate {
-		act[i] = g / (1 + float32(math.Exp(float64(-g)))) * up[i]
+		act[i] = model.SiLU(g) * up[i]
 	}
 }
 
@@ -222,7 +207,7 @@ func swiGLU(act, gate, up []float32) {
 // dgate may be dact itself.
 func swiGLUBackward(dgate, dup, dact, gate, up []float32) {
 	for i, g := range gate {
-		sig := 1 / (1 + float32(math.Exp(float64(-g))))
+		sig := 1 / (1 + model.Exp32(-g))
 		d := dact[i]
 		dup[i] = d * g * sig
 		dgate[i] = d * up[i] * sig * (1 + g*(1-sig))

@@ -3,7 +3,6 @@ package train
 import (
 	"fmt"
 	"runtime"
-	"strconv"
 	"sync"
 	"sync/atomic"
 
@@ -35,60 +34,22 @@ func (p tensor) size() int {
 	return n
 }
 
-// tensors lists every trainable tensor of m in a fixed order, with the
-// names and shapes model.Save uses (a mixture-of-experts layer's router
-// and experts in place of the dense MLP). It is the one place in this
-// package that knows the model's fields (the model package keeps its own
-// list unexported). A tied lm_head is left out: it is the embedding. Each
-// mixture-of-experts layer must hold its experts (checkModel sees to it).
+// tensors lists every trainable tensor of m in the model's own order and
+// with its names and shapes (model.Params); a tied lm_head is left out: it
+// is the embedding. Each mixture-of-experts layer must hold its experts
+// (checkModel sees to it).
 func tensors(m *model.Model) []tensor {
-	c := m.Config
-	h, q, kv, inter := c.HiddenSize, c.NumAttentionHeads*c.HeadDim, c.NumKeyValueHeads*c.HeadDim, c.IntermediateSize
-	ts := []tensor{{"model.embed_tokens.weight", []int{c.VocabSize, h}, kindMatrix, &m.Embed}}
-	for i := range m.Layers {
-		l := &m.Layers[i]
-		pre := "model.layers." + strconv.Itoa(i) + "."
-		ts = append(ts,
-			tensor{pre + "input_layernorm.weight", []int{h}, kindNorm, &l.InputNorm},
-			tensor{pre + "self_attn.q_proj.weight", []int{q, h}, kindMatrix, &l.Q},
-			tensor{pre + "self_attn.k_proj.weight", []int{kv, h}, kindMatrix, &l.K},
-			tensor{pre + "self_attn.v_proj.weight", []int{kv, h}, kindMatrix, &l.V},
-			tensor{pre + "self_attn.o_proj.weight", []int{h, q}, kindMatrix, &l.O},
-		)
-		if c.QKVBias() {
-			ts = append(ts,
-				tensor{pre + "self_attn.q_proj.bias", []int{q}, kindBias, &l.QBias},
-				tensor{pre + "self_attn.k_proj.bias", []int{kv}, kindBias, &l.KBias},
-				tensor{pre + "self_attn.v_proj.bias", []int{kv}, kindBias, &l.VBias},
-			)
+	ps := m.Params()
+	ts := make([]tensor, len(ps))
+	for i, p := range ps {
+		kind := kindMatrix
+		switch p.Kind {
+		case model.ParamNorm:
+			kind = kindNorm
+		case model.ParamBias:
+			kind = kindBias
 		}
-		if c.OBias() {
-			ts = append(ts, tensor{pre + "self_attn.o_proj.bias", []int{h}, kindBias, &l.OBias})
-		}
-		ts = append(ts, tensor{pre + "post_attention_layernorm.weight", []int{h}, kindNorm, &l.PostNorm})
-		if !c.MoE() {
-			ts = append(ts,
-				tensor{pre + "mlp.gate_proj.weight", []int{inter, h}, kindMatrix, &l.Gate},
-				tensor{pre + "mlp.up_proj.weight", []int{inter, h}, kindMatrix, &l.Up},
-				tensor{pre + "mlp.down_proj.weight", []int{h, inter}, kindMatrix, &l.Down},
-			)
-			continue
-		}
-		moe := pre + "block_sparse_moe."
-		ts = append(ts, tensor{moe + "gate.weight", []int{c.NumLocalExperts, h}, kindMatrix, &l.Router})
-		for e := range l.Experts {
-			x := &l.Experts[e]
-			ex := moe + "experts." + strconv.Itoa(e) + "."
-			ts = append(ts,
-				tensor{ex + "w1.weight", []int{inter, h}, kindMatrix, &x.Gate},
-				tensor{ex + "w2.weight", []int{h, inter}, kindMatrix, &x.Down},
-				tensor{ex + "w3.weight", []int{inter, h}, kindMatrix, &x.Up},
-			)
-		}
-	}
-	ts = append(ts, tensor{"model.norm.weight", []int{h}, kindNorm, &m.Norm})
-	if !c.TieWordEmbeddings {
-		ts = append(ts, tensor{"lm_head.weight", []int{c.VocabSize, h}, kindMatrix, &m.LMHead})
+		ts[i] = tensor{p.Name, p.Shape, kind, p.Data}
 	}
 	return ts
 }

@@ -340,31 +340,42 @@ func attention(mm gemm.Config, out, q, k, v, scores []float32, pos0, heads, kvHe
 		kvOff := (h / group) * headDim
 		mm.Sgemm(false, true, rows, ctx, headDim, scale, q[h*headDim:], qDim, k[kvOff:], kvDim, 0, sc, ctx)
 		for t := range rows {
-			row := sc[t*ctx : (t+1)*ctx]
-			see := pos0 + t + 1
-			maxS := float32(math.Inf(-1))
-			for _, x := range row[:see] {
-				maxS = max(maxS, x)
-			}
-			var sum float32
-			for s := range row[:see] {
-				row[s] = float32(math.Exp(float64(row[s] - maxS)))
-				sum += row[s]
-			}
-			inv := 1 / sum
-			for s := range row[:see] {
-				row[s] *= inv
-			}
-			clear(row[see:])
+			SoftmaxPrefix(sc[t*ctx:(t+1)*ctx], pos0+t+1)
 		}
 		mm.Sgemm(false, false, rows, headDim, ctx, 1, sc, ctx, v[kvOff:], kvDim, 0, out[h*headDim:], qDim)
 	}
 }
 
+// SoftmaxPrefix sets row[:see] to its softmax and row[see:] to 0 (the
+// positions a causal row may not attend to), and returns the row's max and
+// the reciprocal of its sum of exponentials, from which the trainer
+// rebuilds the probabilities in its backward pass. Engine and trainer
+// share it so that their logprobs come from the same arithmetic.
+func SoftmaxPrefix(row []float32, see int) (maxS, inv float32) {
+	maxS = float32(math.Inf(-1))
+	for _, x := range row[:see] {
+		maxS = max(maxS, x)
+	}
+	var sum float32
+	for s := range row[:see] {
+		row[s] = Exp32(row[s] - maxS)
+		sum += row[s]
+	}
+	inv = 1 / sum
+	for s := range row[:see] {
+		row[s] *= inv
+	}
+	clear(row[see:])
+	return maxS, inv
+}
+
+// SiLU is g·σ(g), computed as g / (1 + e^−g); engine and trainer share it.
+func SiLU(g float32) float32 { return g / (1 + Exp32(-g)) }
+
 // swiGLU sets gate[i] = silu(gate[i]) · up[i].
 func swiGLU(gate, up []float32) {
 	for i, g := range gate {
-		gate[i] = g / (1 + float32(math.Exp(float64(-g)))) * up[i]
+		gate[i] = SiLU(g) * up[i]
 	}
 }
 

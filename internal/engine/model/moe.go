@@ -83,10 +83,10 @@ func (m *Model) moeMLP(c *KVCache, l *Layer, li int, seqs []Seq) {
 	mm.MatMulT(s.logits, h, l.Router, T, E, H)
 	for t := range T {
 		var given []int32
-		if r := s.replay[t]; r != nil {
+		if r := s.replay[t]; len(r) > 0 {
 			given = r[li*k : (li+1)*k]
 		}
-		route(s.experts[t*k:(t+1)*k], s.weights[t*k:(t+1)*k], s.logits[t*E:(t+1)*E], given)
+		Route(s.experts[t*k:(t+1)*k], s.weights[t*k:(t+1)*k], s.logits[t*E:(t+1)*E], given)
 	}
 	row := 0
 	for _, q := range seqs {
@@ -171,12 +171,13 @@ func (m *Model) moeMLP(c *KVCache, l *Layer, li int, seqs []Seq) {
 	}
 }
 
-// route picks one token's experts from its router logits: the len(experts)
+// Route picks one token's experts from its router logits: the len(experts)
 // highest logits, highest first, a tie going to the lower expert index; or
 // the given experts when replaying. weights gets the softmax of the logits
 // over the chosen experts, which is Mixtral's softmax over all experts
-// renormalised over the top k.
-func route(experts []int32, weights, logits []float32, given []int32) {
+// renormalised over the top k. The trainer routes with it too, so that
+// both sides choose and weigh experts with the same arithmetic.
+func Route(experts []int32, weights, logits []float32, given []int32) {
 	if given != nil {
 		copy(experts, given)
 	} else {
@@ -210,30 +211,42 @@ func (m *Model) checkReplay(s Seq) error {
 	if s.Replay == nil {
 		return nil
 	}
-	c := m.Config
-	if !c.MoE() {
-		return fmt.Errorf("replay given, but model_type %q has no experts to route", c.ModelType)
+	if err := m.Config.CheckRoutes(s.Replay, len(s.Tokens), s.Pos); err != nil {
+		return fmt.Errorf("replay: %w", err)
 	}
-	if len(s.Replay) != len(s.Tokens) {
-		return fmt.Errorf("%d replay entries for %d tokens", len(s.Replay), len(s.Tokens))
+	return nil
+}
+
+// CheckRoutes reports routes (one entry per token, for tokens at positions
+// pos0, pos0+1, …; Routes' layout) that a forward pass of this model cannot
+// replay: routes for a dense model, a count other than tokens, an entry
+// that is neither empty (route afresh) nor layers·k experts, an expert out
+// of range, or one given twice within a layer. The engine's Seq.Replay and
+// the trainer's Datum.Routes are checked by it alike.
+func (c Config) CheckRoutes(routes [][]int32, tokens, pos0 int) error {
+	if !c.MoE() {
+		return fmt.Errorf("routes given for a dense model: model_type %q has no experts to route", c.ModelType)
+	}
+	if len(routes) != tokens {
+		return fmt.Errorf("%d route entries for %d tokens", len(routes), tokens)
 	}
 	L, k, E := c.NumHiddenLayers, c.NumExpertsPerTok, c.NumLocalExperts
-	for t, r := range s.Replay {
-		if r == nil {
+	for t, r := range routes {
+		if len(r) == 0 {
 			continue
 		}
-		pos := s.Pos + t
+		pos := pos0 + t
 		if len(r) != L*k {
-			return fmt.Errorf("replay of position %d: %d experts, want %d (%d layers × num_experts_per_tok %d)", pos, len(r), L*k, L, k)
+			return fmt.Errorf("route of position %d: %d experts, want %d (%d layers × num_experts_per_tok %d)", pos, len(r), L*k, L, k)
 		}
 		for li := range L {
 			layer := r[li*k : (li+1)*k]
 			for j, e := range layer {
 				if e < 0 || int(e) >= E {
-					return fmt.Errorf("replay of position %d, layer %d: expert %d outside 0..%d", pos, li, e, E-1)
+					return fmt.Errorf("route of position %d, layer %d: expert %d outside 0..%d", pos, li, e, E-1)
 				}
 				if slices.Contains(layer[:j], e) {
-					return fmt.Errorf("replay of position %d, layer %d: expert %d given twice", pos, li, e)
+					return fmt.Errorf("route of position %d, layer %d: expert %d given twice", pos, li, e)
 				}
 			}
 		}

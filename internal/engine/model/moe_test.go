@@ -25,7 +25,7 @@ func TestRoute(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			experts, weights := make([]int32, tc.k), make([]float32, tc.k)
-			route(experts, weights, tc.logits, tc.given)
+			Route(experts, weights, tc.logits, tc.given)
 			if !slices.Equal(experts, tc.experts) {
 				t.Fatalf("experts %v, want %v", experts, tc.experts)
 			}
@@ -218,12 +218,12 @@ func TestReplay(t *testing.T) {
 			replay [][]int32
 			want   string
 		}{
-			{"entries", recorded[:3], "3 replay entries for 8 tokens"},
-			{"length", [][]int32{nil, good[:k], nil, nil, nil, nil, nil, nil}, "replay of position 1: 2 experts, want 4 (2 layers × num_experts_per_tok 2)"},
-			{"range", [][]int32{with(func(r []int32) { r[k] = int32(E) }), nil, nil, nil, nil, nil, nil, nil}, "replay of position 0, layer 1: expert 4 outside 0..3"},
+			{"entries", recorded[:3], "replay: 3 route entries for 8 tokens"},
+			{"length", [][]int32{nil, good[:k], nil, nil, nil, nil, nil, nil}, "replay: route of position 1: 2 experts, want 4 (2 layers × num_experts_per_tok 2)"},
+			{"range", [][]int32{with(func(r []int32) { r[k] = int32(E) }), nil, nil, nil, nil, nil, nil, nil}, "replay: route of position 0, layer 1: expert 4 outside 0..3"},
 			{"negative", [][]int32{with(func(r []int32) { r[0] = -1 }), nil, nil, nil, nil, nil, nil, nil}, "layer 0: expert -1 outside"},
 			{"duplicate", [][]int32{nil, nil, nil, with(func(r []int32) { r[L*k-1] = r[L*k-2] }), nil, nil, nil, nil},
-				fmt.Sprintf("replay of position 3, layer 1: expert %d given twice", good[L*k-2])},
+				fmt.Sprintf("replay: route of position 3, layer 1: expert %d given twice", good[L*k-2])},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
 				cache := m.NewKVCache()

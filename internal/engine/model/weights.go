@@ -156,6 +156,46 @@ func (m *Model) params() []param {
 	return ps
 }
 
+// ParamKind says what a tensor of the model is.
+type ParamKind int
+
+// Kinds of Param.
+const (
+	// ParamWeight is a matrix: a projection, an expert's or the router's
+	// weights, the embedding, an untied LM head.
+	ParamWeight = ParamKind(weight)
+	// ParamNorm is an RMSNorm's scale.
+	ParamNorm = ParamKind(norm)
+	// ParamBias is a projection's bias.
+	ParamBias = ParamKind(bias)
+)
+
+// Param is one tensor of the model: its Hugging Face name and shape, and
+// where its values live (Data points at the Model's field, so writing
+// through it changes the model).
+type Param struct {
+	Name  string
+	Shape []int
+	Kind  ParamKind
+	Data  *[]float32
+}
+
+// Size is the number of values the shape holds.
+func (p Param) Size() int { return param{shape: p.Shape}.size() }
+
+// Params lists every tensor of the checkpoint in a fixed order, as Save
+// writes them; a tied lm_head is left out (it is the embedding). The
+// trainer walks the same list, so a model's tensors are named in one
+// place.
+func (m *Model) Params() []Param {
+	ps := m.params()
+	out := make([]Param, len(ps))
+	for i, p := range ps {
+		out[i] = Param{Name: p.name, Shape: p.shape, Kind: ParamKind(p.kind), Data: p.data}
+	}
+	return out
+}
+
 // Init builds a model with random weights: linear and embedding weights
 // drawn from normal(0, 0.02), norms 1, biases 0. The same config and seed
 // give the same weights on every machine.
