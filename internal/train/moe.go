@@ -1,7 +1,6 @@
 package train
 
 import (
-
 	"github.com/verisim/verisim/internal/engine/model"
 )
 
@@ -164,4 +163,3 @@ func (n *network) gatherRows(m *moeActs, h []float32, H, k int) {
 		copy(n.moe.rows[p*H:(p+1)*H], h[t*H:(t+1)*H])
 	}
 }
-
