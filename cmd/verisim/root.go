@@ -62,6 +62,8 @@ own machine, rewards them with hidden tests, and trains them with RL.`,
 	f.BoolVar(&a.cfg.FavorDynmods, "cgroup-favordynmods", true, "remount the host's cgroup2 hierarchy with favordynmods (fast cgroup moves; a host-wide setting)")
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return withCode(exitUsage, err) })
 	root.AddCommand(a.sandboxCmd(), a.agentCmd(), a.rolloutCmd(), a.evalCmd(), a.tasksCmd(), a.tokenizerCmd(), a.modelCmd(), a.serveCmd(), a.fidelityCmd(), a.imageCmd(), a.benchCmd())
+	root.AddCommand(a.pretrainCmd(), a.sftCmd())
+	root.AddCommand(a.trainerCmd())
 	return root
 }
 
