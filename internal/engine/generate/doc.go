@@ -26,7 +26,16 @@
 //     block stays in the content and is also returned in malformed.
 //   - Generate is safe to call concurrently on one *model.Model: each call owns
 //     its KV cache and sampler. A Sampler is not safe for concurrent use.
+//   - A Batcher decodes the sequences of concurrent Batcher.Generate calls
+//     together, one model.ForwardBatch step for all of them; each call's
+//     prompt is prefilled once and its choices decode from copies of that
+//     cache. Each choice gets the tokens Generate would give it alone, up to
+//     float rounding of the logits between batched and unbatched products.
+//     Its Run owns the decode loop; Generate calls block until their choices
+//     finish, their context ends, or Run returns (ErrClosed).
+//   - For a mixture-of-experts model, Result carries the experts each prompt
+//     and completion token was routed to, the layout model.Seq.Replay takes.
 //
 // Not implemented: repetition/frequency penalties, min-p, logit bias, beam
-// search, and batching several sequences into one forward pass.
+// search, and chunked prefill.
 package generate

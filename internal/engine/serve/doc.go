@@ -22,17 +22,18 @@
 //     atomic store. Requests in flight finish on the weights they started
 //     with; requests that start after the reload returns use the new ones.
 //     Reloads are serialised with each other.
-//   - A Server is safe for concurrent use: requests run concurrently, each
-//     with its own KV cache over the shared read-only model. A request's
-//     generation stops when its context ends (the client disconnects).
+//   - A Server is safe for concurrent use. Its Run owns the decode loop
+//     (generate.Batcher) and must run while the handler serves: concurrent
+//     requests, and the n choices of one, decode together, each with its
+//     own KV cache over the shared read-only model. A request's generation
+//     stops when its context ends (the client disconnects).
 //   - With a seed, a request is reproducible: the same weights, prompt and
-//     params give the same tokens. Choice i of an n>1 request uses seed+i.
-//     Choices are generated one after the other.
+//     params give the same tokens (up to float rounding between batch
+//     compositions). Choice i of an n>1 request uses seed+i.
 //   - Metrics go to a registry owned by the Server, never the global one.
 //
 // Defaults that differ from the generate package: temperature defaults to
-// 1 (OpenAI's default), not greedy. Not implemented: streaming on
-// /v1/completions, echo, best_of, penalties, logit_bias, tool_choice naming
-// a function or "required", response_format, and batching several requests
-// into one forward pass.
+// 1 (OpenAI's default), not greedy. Not implemented: echo, best_of,
+// penalties, logit_bias, tool_choice naming a function or "required",
+// response_format, and chunked prefill.
 package serve
