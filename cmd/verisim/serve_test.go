@@ -77,6 +77,9 @@ func TestServeWithAgent(t *testing.T) {
 		t.Error("serve did not stop on Ctrl-C")
 	}
 
+	if r := runVerisim(t, nil, "serve", "--model", dir, "--port", "70000"); r.code != exitUsage || !strings.Contains(r.stderr, "--port 70000") {
+		t.Errorf("bad port: exit %d, %s", r.code, r.stderr)
+	}
 	r = runVerisim(t, nil, "serve", "--model", t.TempDir())
 	if r.code != exitFailure || !strings.Contains(r.stderr, "tokenizer.json") && !strings.Contains(r.stderr, "config.json") {
 		t.Errorf("empty model dir: exit %d, %s", r.code, r.stderr)

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -17,10 +18,10 @@ import (
 func (a *app) serveCmd() *cobra.Command {
 	var (
 		dir, addr, name, version string
-		maxN, maxBatch           int
+		maxN, maxBatch, port     int
 	)
 	c := &cobra.Command{
-		Use:   "serve --model DIR [--addr HOST:PORT]",
+		Use:   "serve --model DIR [--addr HOST:PORT | --port N]",
 		Short: "Serve a built-in model over an OpenAI-compatible API",
 		Long: `Serves the model in DIR (config.json, safetensors, tokenizer.json, as
 "verisim model init" writes them) over the OpenAI chat-completions and
@@ -31,11 +32,22 @@ new weights without dropping requests: a request finishes on the weights it
 started with. GET /metrics is Prometheus, GET /health the liveness check.`,
 		Example: `  verisim serve --model models/tiny
   verisim serve --model models/tiny --addr 127.0.0.1:8000 --name tiny
+  verisim serve --model models/tiny --port 8001
   verisim agent --model http://127.0.0.1:8000 "explain main.go"`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if dir == "" {
 				return usageErr("--model DIR is required (see verisim model init)")
+			}
+			if port != 0 {
+				if port < 0 || port > 65535 {
+					return usageErr("--port %d: want 1..65535", port)
+				}
+				host, _, err := net.SplitHostPort(addr)
+				if err != nil {
+					return usageErr("--addr %s: %v", addr, err)
+				}
+				addr = net.JoinHostPort(host, strconv.Itoa(port))
 			}
 			srv, err := serve.New(serve.Options{ModelDir: dir, ModelName: name, WeightsVersion: version, MaxN: maxN, MaxBatch: maxBatch, Logger: a.log})
 			if err != nil {
@@ -71,6 +83,7 @@ started with. GET /metrics is Prometheus, GET /health the liveness check.`,
 	f := c.Flags()
 	f.StringVar(&dir, "model", "", "model directory (config.json, safetensors, tokenizer.json)")
 	f.StringVar(&addr, "addr", "127.0.0.1:8000", "address to listen on")
+	f.IntVar(&port, "port", 0, "port to listen on, on --addr's host (overrides --addr's port)")
 	f.StringVar(&name, "name", "", "model name the API reports (default: the directory's name)")
 	f.StringVar(&version, "weights-version", "", "version of the weights being served (default: 0)")
 	f.IntVar(&maxN, "max-n", 8, "most samples one request may ask for (n)")
