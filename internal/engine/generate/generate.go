@@ -2,6 +2,7 @@ package generate
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -163,8 +164,11 @@ func (d *decoder) next(logits []float32) (Token, error) {
 	}
 	stopped := slices.Contains(d.stops, t.ID)
 	if !stopped && d.tok != nil {
+		// A model's vocabulary may be padded past the tokenizer's (as
+		// Qwen2's is); an id in the padding has no text, and the token
+		// stays in Tokens with its logprob.
 		b, err := d.tok.Decode([]int32{t.ID})
-		if err != nil {
+		if err != nil && !errors.Is(err, tokenizer.ErrUnknownID) {
 			return t, fmt.Errorf("decode sampled token: %w", err)
 		}
 		stopped = d.text.add(b)

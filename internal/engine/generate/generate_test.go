@@ -309,3 +309,49 @@ func TestSamplerDistribution(t *testing.T) {
 		}
 	}
 }
+
+// TestPaddedVocabulary samples from a model whose vocabulary is padded
+// past the tokenizer's (as Qwen2's is), with a flat distribution so that
+// padding ids come up: they stay in Tokens with their logprobs and add no
+// text, instead of failing the generation.
+func TestPaddedVocabulary(t *testing.T) {
+	tok := testTokenizer(t)
+	cfg, err := model.ConfigFor("qwen2", "tiny", tok.VocabSize()+100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.HiddenSize, cfg.IntermediateSize, cfg.NumHiddenLayers = 32, 64, 1
+	cfg.NumAttentionHeads, cfg.NumKeyValueHeads, cfg.HeadDim = 4, 2, 8
+	cfg.MaxPositionEmbeddings, cfg.TieWordEmbeddings = 128, false
+	m, err := model.Init(cfg, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clear(m.LMHead) // every logit 0: uniform over the padded vocabulary
+	res, err := Generate(t.Context(), m, tok, testPrompt(t), Params{Temperature: 1, Seed: seed(3), MaxTokens: 40}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pad []int32
+	var known []int32
+	for _, id := range res.Tokens {
+		if int(id) >= tok.VocabSize() {
+			pad = append(pad, id)
+		} else {
+			known = append(known, id)
+		}
+	}
+	if len(pad) == 0 {
+		t.Fatalf("no padding id among %v; pick another seed", res.Tokens)
+	}
+	if res.FinishReason == FinishStop {
+		known = known[:len(known)-1] // the stop token has no text in Text
+	}
+	want, err := tok.Decode(known)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Text != string(want) {
+		t.Errorf("text %q, want the known tokens' %q", res.Text, want)
+	}
+}
