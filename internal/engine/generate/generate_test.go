@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
@@ -353,5 +354,61 @@ func TestPaddedVocabulary(t *testing.T) {
 	}
 	if res.Text != string(want) {
 		t.Errorf("text %q, want the known tokens' %q", res.Text, want)
+	}
+}
+
+// TestSortByLogit checks the radix sort against a comparison sort: highest
+// logit first, ties (including -0 and +0) by lower id.
+func TestSortByLogit(t *testing.T) {
+	rng := rand.New(rand.NewPCG(8, 9))
+	var order []int32
+	var keys []uint32
+	var tmp []int32
+	for _, n := range []int{1, 2, 7, 300, 8192} {
+		logits := make([]float32, n)
+		for i := range logits {
+			switch rng.IntN(6) {
+			case 0:
+				logits[i] = 0
+			case 1:
+				logits[i] = float32(math.Copysign(0, -1))
+			case 2:
+				logits[i] = float32(rng.IntN(5)) // ties
+			default:
+				logits[i] = float32(rng.NormFloat64() * 10)
+			}
+		}
+		order, keys, tmp = sortByLogit(logits, order, keys, tmp)
+		want := make([]int32, n)
+		for i := range want {
+			want[i] = int32(i)
+		}
+		slices.SortStableFunc(want, func(a, b int32) int {
+			switch {
+			case logits[a] > logits[b]:
+				return -1
+			case logits[a] < logits[b]:
+				return 1
+			}
+			return 0
+		})
+		if !slices.Equal(order, want) {
+			t.Fatalf("n=%d: radix order differs from the comparison sort", n)
+		}
+	}
+}
+
+func BenchmarkSample(b *testing.B) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	logits := make([]float32, 8192)
+	for i := range logits {
+		logits[i] = float32(rng.NormFloat64() * 3)
+	}
+	s, err := NewSampler(Params{Temperature: 0.8, TopP: 0.95, Seed: seed(1)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		s.Sample(logits)
 	}
 }

