@@ -25,10 +25,12 @@ func TestLogprobsParity(t *testing.T) {
 			name = tc.arch + "/untied"
 		}
 		t.Run(name, func(t *testing.T) {
-			m := toyModel(t, toyConfig(tc.arch, tc.tied), 3)
+			cfg := toyConfig(tc.arch, tc.tied)
+			cfg.MaxPositionEmbeddings = 320 // past the engine's 128-row attention blocks
+			m := toyModel(t, cfg, 3)
 			b := newTrainer(t, m, nil)
 			rng := rand.New(rand.NewPCG(4, 4))
-			data := []Datum{{Tokens: tokensFor(40, m.Config.VocabSize, rng)}, {Tokens: tokensFor(7, m.Config.VocabSize, rng)}, {Tokens: []int32{5}}}
+			data := []Datum{{Tokens: tokensFor(40, m.Config.VocabSize, rng)}, {Tokens: tokensFor(7, m.Config.VocabSize, rng)}, {Tokens: []int32{5}}, {Tokens: tokensFor(300, m.Config.VocabSize, rng)}}
 			got, err := b.Logprobs(t.Context(), data)
 			if err != nil {
 				t.Fatal(err)

@@ -327,24 +327,34 @@ func rope(x, cos, sin []float32, headDim int) {
 // h/(heads/kvHeads). scores needs room for rows × cached positions.
 //
 // Per head, the scores Q·Kᵀ and the output P·V are two strided matrix
-// products through the gemm kernels (the prompt's rows at once); the mask
-// and softmax run per row in between. Scores a row may not see (later
-// positions) are computed by the product and then dropped.
+// products through the gemm kernels, the mask and softmax per row in
+// between. The rows go in blocks of attentionBlock, each over only the
+// positions its last row may see, so a prompt's products cover about
+// half the full rows × positions square; the few scores a block's earlier
+// rows may not see are computed and then dropped.
 func attention(mm gemm.Config, out, q, k, v, scores []float32, pos0, heads, kvHeads, headDim int) {
 	qDim, kvDim, group := heads*headDim, kvHeads*headDim, heads/kvHeads
 	rows := len(q) / qDim
-	ctx := pos0 + rows
 	scale := float32(1 / math.Sqrt(float64(headDim)))
-	sc := scores[:rows*ctx]
-	for h := range heads {
-		kvOff := (h / group) * headDim
-		mm.Sgemm(false, true, rows, ctx, headDim, scale, q[h*headDim:], qDim, k[kvOff:], kvDim, 0, sc, ctx)
-		for t := range rows {
-			SoftmaxPrefix(sc[t*ctx:(t+1)*ctx], pos0+t+1)
+	for r0 := 0; r0 < rows; r0 += attentionBlock {
+		r1 := min(rows, r0+attentionBlock)
+		n, ctx := r1-r0, pos0+r1
+		sc := scores[:n*ctx]
+		for h := range heads {
+			kvOff := (h / group) * headDim
+			mm.Sgemm(false, true, n, ctx, headDim, scale, q[r0*qDim+h*headDim:], qDim, k[kvOff:], kvDim, 0, sc, ctx)
+			for t := range n {
+				SoftmaxPrefix(sc[t*ctx:(t+1)*ctx], pos0+r0+t+1)
+			}
+			mm.Sgemm(false, false, n, headDim, ctx, 1, sc, ctx, v[kvOff:], kvDim, 0, out[r0*qDim+h*headDim:], qDim)
 		}
-		mm.Sgemm(false, false, rows, headDim, ctx, 1, sc, ctx, v[kvOff:], kvDim, 0, out[h*headDim:], qDim)
 	}
 }
+
+// attentionBlock is how many query rows attention multiplies at once: big
+// enough to keep the products efficient, small enough that skipping each
+// block's unseen positions saves most of the masked half.
+const attentionBlock = 128
 
 // SoftmaxPrefix sets row[:see] to its softmax and row[see:] to 0 (the
 // positions a causal row may not attend to), and returns the row's max and

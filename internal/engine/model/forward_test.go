@@ -425,3 +425,37 @@ func TestProfile(t *testing.T) {
 		t.Errorf("after Reset: %+v", r)
 	}
 }
+
+// TestAttentionBlocks runs a prompt longer than attention's row blocks
+// (in one call, and as a prefix plus a chunk that straddles a block
+// boundary) and checks every row against decoding token by token.
+func TestAttentionBlocks(t *testing.T) {
+	cfg := toyConfig("qwen2")
+	cfg.MaxPositionEmbeddings = 320
+	m := toyModel(t, cfg, 13)
+	V := cfg.VocabSize
+	toks := tokensFor(2*attentionBlock+40, V, 3)
+	full, err := m.Forward(m.NewKVCache(), toks, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cache := m.NewKVCache()
+	if _, err := m.Forward(cache, toks[:100], 0); err != nil {
+		t.Fatal(err)
+	}
+	chunk, err := m.Forward(cache, toks[100:], 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	step := m.NewKVCache()
+	for i, tok := range toks {
+		got, err := m.Forward(step, []int32{tok}, i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		closeRows(t, "full", full[i*V:(i+1)*V], f64(got), 1e-4)
+		if i >= 100 {
+			closeRows(t, "chunk", chunk[(i-100)*V:(i-99)*V], f64(got), 1e-4)
+		}
+	}
+}
