@@ -65,19 +65,7 @@ started with. GET /metrics is Prometheus, GET /health the liveness check.`,
 			loopDone := make(chan error, 1)
 			go func() { loopDone <- srv.Run(loopCtx) }()
 			defer func() { stopLoop(); <-loopDone }()
-			errc := make(chan error, 1)
-			go func() { errc <- hs.Serve(ln) }()
-			select {
-			case err := <-errc:
-				return withCode(exitFailure, err)
-			case <-cmd.Context().Done():
-			}
-			ctx, cancel := context.WithTimeout(context.WithoutCancel(cmd.Context()), 30*time.Second)
-			defer cancel()
-			if err := hs.Shutdown(ctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				return withCode(exitFailure, err)
-			}
-			return nil
+			return serveUntilDone(cmd.Context(), hs, ln)
 		},
 	}
 	f := c.Flags()
@@ -89,4 +77,22 @@ started with. GET /metrics is Prometheus, GET /health the liveness check.`,
 	f.IntVar(&maxN, "max-n", 8, "most samples one request may ask for (n)")
 	f.IntVar(&maxBatch, "max-batch", 32, "most sequences decoded together in one step")
 	return c
+}
+
+// serveUntilDone serves hs on ln until ctx ends, then shuts it down
+// gracefully (requests in flight get 30 s to finish).
+func serveUntilDone(ctx context.Context, hs *http.Server, ln net.Listener) error {
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return withCode(exitFailure, err)
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	if err := hs.Shutdown(sctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return withCode(exitFailure, err)
+	}
+	return nil
 }

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -69,19 +67,7 @@ Ctrl-C stops it once the requests in flight have finished.`,
 			}
 			hs := &http.Server{Handler: remote.Handler(tr), ReadHeaderTimeout: 30 * time.Second}
 			fmt.Fprintf(os.Stderr, "serving the trainer of %s on http://%s\n", dir, ln.Addr())
-			errc := make(chan error, 1)
-			go func() { errc <- hs.Serve(ln) }()
-			select {
-			case err := <-errc:
-				return withCode(exitFailure, err)
-			case <-cmd.Context().Done():
-			}
-			ctx, cancel := context.WithTimeout(context.WithoutCancel(cmd.Context()), 30*time.Second)
-			defer cancel()
-			if err := hs.Shutdown(ctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				return withCode(exitFailure, err)
-			}
-			return nil
+			return serveUntilDone(cmd.Context(), hs, ln)
 		},
 	}
 	f := c.Flags()
