@@ -49,17 +49,17 @@ Ctrl-C stops it once the requests in flight have finished.`,
 			if err != nil {
 				return runErr(err)
 			}
-			b, err := train.New(m, optim.schedule().TrainOptions())
-			if err != nil {
-				return usageErr("%v", err)
-			}
-			var tr train.Trainer = b
+			opts := optim.schedule().TrainOptions()
 			if tok != nil {
 				tokJSON, err := os.ReadFile(filepath.Join(dir, run.TokenizerFile))
 				if err != nil {
 					return withCode(exitFailure, err)
 				}
-				tr = run.WithTokenizer(b, tokJSON)
+				opts.Files = map[string][]byte{run.TokenizerFile: tokJSON}
+			}
+			tr, err := train.New(m, opts)
+			if err != nil {
+				return usageErr("%v", err)
 			}
 			ln, err := net.Listen("tcp", addr)
 			if err != nil {

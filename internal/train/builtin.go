@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"path/filepath"
 	"runtime"
 	"sync"
 	"time"
@@ -42,6 +43,11 @@ type Options struct {
 	PublishDType safetensors.DType `json:"publish_dtype"`
 	// Compute is how the matrix products run.
 	Compute gemm.Config `json:"-"`
+	// Files are written into every checkpoint Save makes, beside the
+	// weights: base name → content, such as the model's tokenizer.json,
+	// so that a checkpoint is a model directory the engine serves. They
+	// land with the rest of the checkpoint in its one rename.
+	Files map[string][]byte `json:"-"`
 }
 
 // DefaultOptions returns the usual settings for small decoder models:
@@ -85,7 +91,21 @@ func (o Options) validate() error {
 	default:
 		return fmt.Errorf("publish dtype %q, want F32, BF16 or F16", o.PublishDType)
 	}
+	for name := range o.Files {
+		switch {
+		case name == "" || name == "." || name == ".." || filepath.Base(name) != name:
+			return fmt.Errorf("checkpoint file %q: want a plain file name", name)
+		case checkpointOwn[name]:
+			return fmt.Errorf("checkpoint file %q: Save writes that file itself", name)
+		}
+	}
 	return nil
+}
+
+// checkpointOwn are the files of a checkpoint Save writes itself.
+var checkpointOwn = map[string]bool{
+	model.ConfigFile: true, safetensors.SingleFile: true, safetensors.IndexFile: true,
+	OptimizerFile: true, StateFile: true,
 }
 
 // learningRate is the rate of the update that follows step completed

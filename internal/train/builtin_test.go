@@ -289,6 +289,8 @@ func TestNewRefuses(t *testing.T) {
 			m.Config.NumLocalExperts, m.Config.NumExpertsPerTok = 4, 2
 		}, "layer 0 has 0 experts, config says 4"},
 		{"short tensor", func(_ *Options, m *model.Model) { m.Layers[1].Up = m.Layers[1].Up[:3] }, "model.layers.1.mlp.up_proj.weight holds 3 values"},
+		{"file path", func(o *Options, _ *model.Model) { o.Files = map[string][]byte{"../tokenizer.json": nil} }, `checkpoint file "../tokenizer.json": want a plain file name`},
+		{"own file", func(o *Options, _ *model.Model) { o.Files = map[string][]byte{"config.json": nil} }, `checkpoint file "config.json": Save writes that file itself`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o, mm := DefaultOptions(), cloneModel(m)

@@ -174,6 +174,11 @@ func (b *Builtin) writeCheckpoint(dir, version string) error {
 	if err := b.model.Save(dir, b.opts.PublishDType); err != nil {
 		return err
 	}
+	for name, content := range b.opts.Files {
+		if err := atomicfile.Write(filepath.Join(dir, name), content, 0o644); err != nil {
+			return err
+		}
+	}
 	var opt []safetensors.Tensor
 	for i, p := range b.params {
 		sets := []struct {

@@ -230,3 +230,22 @@ func mustFloats(t *testing.T, tn safetensors.Tensor) []float32 {
 	}
 	return v
 }
+
+// TestSaveFiles checks that Options.Files land in every checkpoint, so
+// that a checkpoint with the model's tokenizer.json is a model directory.
+func TestSaveFiles(t *testing.T) {
+	tok := []byte(`{"model": {"type": "BPE"}}`)
+	b := newTrainer(t, toyModel(t, toyConfig("llama", true), 1), func(o *Options) {
+		o.Files = map[string][]byte{"tokenizer.json": tok}
+	})
+	dir := filepath.Join(t.TempDir(), "ckpt")
+	for range 2 { // a fresh save and a replacing one
+		if err := b.Save(t.Context(), dir, "v1"); err != nil {
+			t.Fatal(err)
+		}
+		got, err := os.ReadFile(filepath.Join(dir, "tokenizer.json"))
+		if err != nil || string(got) != string(tok) {
+			t.Fatalf("tokenizer.json in the checkpoint = %q, %v; want %q", got, err, tok)
+		}
+	}
+}

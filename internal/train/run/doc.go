@@ -31,14 +31,12 @@
 //     point before the checkpoint is written and keeps the one before it,
 //     so whichever checkpoint a crash leaves has its data state there; a
 //     resumed run drops metrics past its checkpoint.
-//   - Atomic writes: the checkpoint directory is replaced whole (by
-//     train.Builtin.Save), and run-state.json, loss.png, the checkpoint's
-//     tokenizer.json and metrics.jsonl when it is rewritten are written
-//     whole or not at all (atomicfile), so a crash never leaves half of
-//     one. metrics.jsonl grows by appended lines; those past the
-//     checkpoint a run resumes from are dropped. The tokenizer is written
-//     just after the checkpoint's rename, so a crash between the two can
-//     leave a checkpoint without it (Resume does not need it).
+//   - Atomic writes: the checkpoint directory, the model's tokenizer.json
+//     included (train.Options.Files), is replaced whole by
+//     train.Builtin.Save, and run-state.json, loss.png and metrics.jsonl
+//     when it is rewritten are written whole or not at all (atomicfile),
+//     so a crash never leaves half of one. metrics.jsonl grows by appended
+//     lines; those past the checkpoint a run resumes from are dropped.
 //   - Refusal before writing: a run that would overwrite a checkpoint, a
 //     resume whose model, corpus or settings differ, and options that
 //     cannot work are refused before anything in Out changes, with an

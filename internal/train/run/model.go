@@ -1,16 +1,13 @@
 package run
 
 import (
-	"context"
 	"errors"
 	"io/fs"
 	"os"
 	"path/filepath"
 
-	"github.com/verisim/verisim/internal/atomicfile"
 	"github.com/verisim/verisim/internal/engine/model"
 	"github.com/verisim/verisim/internal/engine/tokenizer"
-	"github.com/verisim/verisim/internal/train"
 )
 
 // TokenizerFile is the tokenizer a model directory and a checkpoint hold.
@@ -38,26 +35,6 @@ func loadModel(dir string, needTokenizer bool) (*model.Model, *tokenizer.Tokeniz
 		return nil, nil, usageErr("--model: tokenizer.json has %d tokens but the model's vocabulary is %d", tok.VocabSize(), m.Config.VocabSize)
 	}
 	return m, tok, nil
-}
-
-// WithTokenizer returns t with a Save that writes tokenizerJSON (a
-// tokenizer.json file's content) into the checkpoint after t's own Save,
-// so that the checkpoint loads as a model directory (verisim serve, a
-// further run's model). The rest of t is unchanged.
-func WithTokenizer(t train.Trainer, tokenizerJSON []byte) train.Trainer {
-	return &tokenizerSaver{Trainer: t, json: tokenizerJSON}
-}
-
-type tokenizerSaver struct {
-	train.Trainer
-	json []byte
-}
-
-func (s *tokenizerSaver) Save(ctx context.Context, dir, version string) error {
-	if err := s.Trainer.Save(ctx, dir, version); err != nil {
-		return err
-	}
-	return atomicfile.Write(filepath.Join(dir, TokenizerFile), s.json, 0o644)
 }
 
 // readTokenizerJSON reads the tokenizer.json of model directory dir.

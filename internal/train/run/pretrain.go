@@ -112,12 +112,14 @@ func Pretrain(ctx context.Context, o PretrainOptions) (*Summary, error) {
 		len(corpus.TrainIDs), len(corpus.TrainFiles), corpus.NumSequences(), o.Corpus.SeqLen+1,
 		len(corpus.HeldOutFiles), len(corpus.HeldOut()), corpus.EvalTokens(), baseline)
 
-	tr, err := train.New(m, o.Schedule.TrainOptions())
+	opts := o.Schedule.TrainOptions()
+	opts.Files = map[string][]byte{TokenizerFile: tokJSON}
+	tr, err := train.New(m, opts)
 	if err != nil {
 		return nil, usageErr("%v", err)
 	}
 	r := &runner{
-		out: o.Out, tr: WithTokenizer(tr, tokJSON),
+		out: o.Out, tr: tr,
 		settings: settings{
 			Corpus: o.CorpusDir, Fingerprint: corpus.Fingerprint(), SeqLen: o.Corpus.SeqLen, Batch: o.Batch,
 			LR: o.Schedule.LR, Warmup: o.Schedule.Warmup, DecaySteps: o.Schedule.DecaySteps, Seed: o.Seed,

@@ -130,7 +130,9 @@ func SFT(ctx context.Context, o SFTOptions) (*SFTSummary, error) {
 
 	steps := o.Epochs * ((len(ds) + o.Batch - 1) / o.Batch)
 	sched := o.Schedule.resolve(steps, steps)
-	tr, err := train.New(m, sched.TrainOptions())
+	opts := sched.TrainOptions()
+	opts.Files = map[string][]byte{TokenizerFile: tokJSON}
+	tr, err := train.New(m, opts)
 	if err != nil {
 		return nil, usageErr("%v", err)
 	}
@@ -147,7 +149,7 @@ func SFT(ctx context.Context, o SFTOptions) (*SFTSummary, error) {
 	}
 
 	r := &runner{
-		out: o.Out, tr: WithTokenizer(tr, tokJSON),
+		out: o.Out, tr: tr,
 		settings: settings{Corpus: o.Data + o.Tasks, SeqLen: maxLen, Batch: o.Batch, LR: sched.LR, Warmup: sched.Warmup, DecaySteps: sched.DecaySteps, Seed: o.Seed},
 		src:      datums(ds), order: data.NewOrder(len(ds), o.Seed), held: held, baseline: math.NaN(),
 		steps: steps, batch: o.Batch, evalEvery: max(1, steps/4),
