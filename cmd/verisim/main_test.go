@@ -1,14 +1,17 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"errors"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
+	"time"
 )
 
 // verisim is the binary under test, built once by TestMain.
@@ -226,4 +229,35 @@ func TestBuiltImage(t *testing.T) {
 		t.Errorf("sandbox on the built image: code %d out %q err %q", r.code, r.stdout, r.stderr)
 	}
 	c.assertClean()
+}
+
+// startServing starts verisim with args, a command that prints "… on
+// http://ADDR" on its first stderr line and serves until interrupted. It
+// returns the URL and stop, which sends Ctrl-C and waits for a clean exit.
+func startServing(t *testing.T, args ...string) (url string, stop func() error) {
+	t.Helper()
+	cmd := exec.Command(verisim, args...)
+	stderr, _ := cmd.StderrPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill() })
+	lines := bufio.NewReader(stderr)
+	line, err := lines.ReadString('\n')
+	m := regexp.MustCompile(`on (http://\S+)`).FindStringSubmatch(line)
+	if err != nil || m == nil {
+		t.Fatalf("verisim %s: no address in %q (%v)", strings.Join(args, " "), line, err)
+	}
+	go io.Copy(io.Discard, lines)
+	return m[1], func() error {
+		cmd.Process.Signal(os.Interrupt)
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case err := <-done:
+			return err
+		case <-time.After(30 * time.Second):
+			return errors.New("did not stop on Ctrl-C within 30 s")
+		}
+	}
 }

@@ -1,16 +1,10 @@
 package main
 
 import (
-	"bufio"
-	"io"
 	"net/http"
-	"os"
-	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/verisim/verisim/internal/trajectory"
 )
@@ -29,20 +23,7 @@ func TestServeWithAgent(t *testing.T) {
 	if r := runVerisim(t, nil, "model", "init", "--tokenizer", tok, "--out", dir); r.code != 0 {
 		t.Fatalf("model init: %s", r.stderr)
 	}
-	cmd := exec.Command(verisim, "serve", "--model", dir, "--addr", "127.0.0.1:0", "--weights-version", "step-0")
-	stderr, _ := cmd.StderrPipe()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer cmd.Process.Kill()
-	lines := bufio.NewReader(stderr)
-	line, err := lines.ReadString('\n')
-	m := regexp.MustCompile(`on (http://\S+)`).FindStringSubmatch(line)
-	if err != nil || m == nil {
-		t.Fatalf("no address in %q (%v)", line, err)
-	}
-	url := m[1]
-	go io.Copy(io.Discard, lines)
+	url, stop := startServing(t, "serve", "--model", dir, "--addr", "127.0.0.1:0", "--weights-version", "step-0")
 
 	resp, err := http.Get(url + "/health")
 	if err != nil || resp.StatusCode != 200 {
@@ -65,16 +46,8 @@ func TestServeWithAgent(t *testing.T) {
 			len(turn.PromptTokenIDs), len(turn.CompletionTokenIDs), len(turn.CompletionLogprobs), turn.WeightsVersion)
 	}
 
-	cmd.Process.Signal(os.Interrupt)
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Errorf("serve after Ctrl-C: %v", err)
-		}
-	case <-time.After(30 * time.Second):
-		t.Error("serve did not stop on Ctrl-C")
+	if err := stop(); err != nil {
+		t.Errorf("serve after Ctrl-C: %v", err)
 	}
 
 	if r := runVerisim(t, nil, "serve", "--model", dir, "--port", "70000"); r.code != exitUsage || !strings.Contains(r.stderr, "--port 70000") {

@@ -1,14 +1,8 @@
 package main
 
 import (
-	"bufio"
-	"io"
-	"os"
-	"os/exec"
 	"path/filepath"
-	"regexp"
 	"testing"
-	"time"
 
 	"github.com/verisim/verisim/internal/engine/model"
 	"github.com/verisim/verisim/internal/engine/tokenizer"
@@ -21,22 +15,10 @@ import (
 // through a step and a save, and loads the checkpoint it wrote.
 func TestTrainerServe(t *testing.T) {
 	mdl := microModel(t, 32)
-	cmd := exec.Command(verisim, "trainer", "serve", "--model", mdl, "--addr", "127.0.0.1:0", "--lr", "1e-2")
-	stderr, _ := cmd.StderrPipe()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer cmd.Process.Kill()
-	lines := bufio.NewReader(stderr)
-	line, err := lines.ReadString('\n')
-	m := regexp.MustCompile(`on (http://\S+)`).FindStringSubmatch(line)
-	if err != nil || m == nil {
-		t.Fatalf("no address in %q (%v)", line, err)
-	}
-	go io.Copy(io.Discard, lines)
+	url, stop := startServing(t, "trainer", "serve", "--model", mdl, "--addr", "127.0.0.1:0", "--lr", "1e-2")
 
 	ctx := t.Context()
-	c, err := remote.Dial(ctx, m[1], nil)
+	c, err := remote.Dial(ctx, url, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,16 +63,8 @@ func TestTrainerServe(t *testing.T) {
 		t.Errorf("saved checkpoint lacks the tokenizer: %v", err)
 	}
 
-	cmd.Process.Signal(os.Interrupt)
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Errorf("trainer serve after Ctrl-C: %v", err)
-		}
-	case <-time.After(30 * time.Second):
-		t.Error("trainer serve did not stop on Ctrl-C")
+	if err := stop(); err != nil {
+		t.Errorf("trainer serve after Ctrl-C: %v", err)
 	}
 
 	for _, tc := range []struct {
