@@ -55,17 +55,27 @@ type chatChoice struct {
 	RoutedExperts [][]int32 `json:"routed_experts,omitempty"`
 }
 
-type chatResponse struct {
-	ID                  string       `json:"id"`
-	Object              string       `json:"object"`
-	Created             int64        `json:"created"`
-	Model               string       `json:"model"`
-	Choices             []chatChoice `json:"choices"`
-	Usage               usage        `json:"usage"`
-	WeightsVersion      string       `json:"weights_version"`
-	PromptTokenIDs      []int32      `json:"prompt_token_ids,omitempty"`
-	PromptRoutedExperts [][]int32    `json:"prompt_routed_experts,omitempty"`
+// response is the envelope every generation answer shares, for both
+// endpoints: C is the endpoint's choice, U is usage in a whole response
+// and *usage in a stream chunk (set on the last one only).
+type response[C, U any] struct {
+	ID                  string    `json:"id"`
+	Object              string    `json:"object"`
+	Created             int64     `json:"created"`
+	Model               string    `json:"model"`
+	Choices             []C       `json:"choices"`
+	Usage               U         `json:"usage,omitzero"`
+	WeightsVersion      string    `json:"weights_version"`
+	PromptTokenIDs      []int32   `json:"prompt_token_ids,omitempty"`
+	PromptRoutedExperts [][]int32 `json:"prompt_routed_experts,omitempty"`
 }
+
+type (
+	chatResponse       = response[chatChoice, usage]
+	chatChunk          = response[chunkChoice, *usage]
+	completionResponse = response[completionChoice, usage]
+	completionChunk    = response[completionChunkChoice, *usage]
+)
 
 type chatDelta struct {
 	Role      string         `json:"role,omitempty"`
@@ -80,18 +90,6 @@ type chunkChoice struct {
 	FinishReason  *string       `json:"finish_reason"`
 	TokenIDs      []int32       `json:"token_ids,omitempty"`
 	RoutedExperts [][]int32     `json:"routed_experts,omitempty"`
-}
-
-type chatChunk struct {
-	ID                  string        `json:"id"`
-	Object              string        `json:"object"`
-	Created             int64         `json:"created"`
-	Model               string        `json:"model"`
-	Choices             []chunkChoice `json:"choices"`
-	Usage               *usage        `json:"usage,omitempty"`
-	WeightsVersion      string        `json:"weights_version"`
-	PromptTokenIDs      []int32       `json:"prompt_token_ids,omitempty"`
-	PromptRoutedExperts [][]int32     `json:"prompt_routed_experts,omitempty"`
 }
 
 // job is one validated generation request: the weights it took at its

@@ -32,18 +32,6 @@ type completionChoice struct {
 	RoutedExperts [][]int32           `json:"routed_experts,omitempty"`
 }
 
-type completionResponse struct {
-	ID                  string             `json:"id"`
-	Object              string             `json:"object"`
-	Created             int64              `json:"created"`
-	Model               string             `json:"model"`
-	Choices             []completionChoice `json:"choices"`
-	Usage               usage              `json:"usage"`
-	WeightsVersion      string             `json:"weights_version"`
-	PromptTokenIDs      []int32            `json:"prompt_token_ids,omitempty"`
-	PromptRoutedExperts [][]int32          `json:"prompt_routed_experts,omitempty"`
-}
-
 // checkRoutes refuses return_routed_experts for a dense model.
 func checkRoutes(q *sampling, w *weights) error {
 	if q.ReturnRoutedExperts && !w.m.Config.MoE() {
@@ -191,6 +179,7 @@ func (s *Server) streamCompletions(w http.ResponseWriter, r *http.Request, req *
 	// finishing chunk.
 	routes := make([][][]int32, j.n)
 	var promptRoutes [][]int32
+	head := completionChunk{ID: base.ID, Object: base.Object, Created: base.Created, Model: base.Model, WeightsVersion: base.WeightsVersion}
 	send := func(i int, text string, finish *string) error {
 		c := completionChunkChoice{Index: i, Text: text, FinishReason: finish}
 		if finish != nil {
@@ -208,8 +197,8 @@ func (s *Server) streamCompletions(w http.ResponseWriter, r *http.Request, req *
 		for _, t := range pending {
 			offsets[i] += len(s.tokenBytes(t.ID))
 		}
-		k := completionChunk{ID: base.ID, Object: base.Object, Created: base.Created, Model: base.Model,
-			WeightsVersion: base.WeightsVersion, Choices: []completionChunkChoice{c}, PromptTokenIDs: promptIDs}
+		k := head
+		k.Choices, k.PromptTokenIDs = []completionChunkChoice{c}, promptIDs
 		promptIDs = nil
 		if finish != nil && i == 0 {
 			k.PromptRoutedExperts = promptRoutes
@@ -245,8 +234,8 @@ func (s *Server) streamCompletions(w http.ResponseWriter, r *http.Request, req *
 	}
 	if req.StreamOptions != nil && req.StreamOptions.IncludeUsage {
 		u.TotalTokens = u.PromptTokens + u.CompletionTokens
-		k := completionChunk{ID: base.ID, Object: base.Object, Created: base.Created, Model: base.Model,
-			WeightsVersion: base.WeightsVersion, Choices: []completionChunkChoice{}, Usage: &u}
+		k := head
+		k.Choices, k.Usage = []completionChunkChoice{}, &u
 		if err := out.send(k); err != nil {
 			return
 		}
@@ -261,18 +250,6 @@ type completionChunkChoice struct {
 	FinishReason  *string             `json:"finish_reason"`
 	TokenIDs      []int32             `json:"token_ids,omitempty"`
 	RoutedExperts [][]int32           `json:"routed_experts,omitempty"`
-}
-
-type completionChunk struct {
-	ID                  string                  `json:"id"`
-	Object              string                  `json:"object"`
-	Created             int64                   `json:"created"`
-	Model               string                  `json:"model"`
-	Choices             []completionChunkChoice `json:"choices"`
-	Usage               *usage                  `json:"usage,omitempty"`
-	WeightsVersion      string                  `json:"weights_version"`
-	PromptTokenIDs      []int32                 `json:"prompt_token_ids,omitempty"`
-	PromptRoutedExperts [][]int32               `json:"prompt_routed_experts,omitempty"`
 }
 
 type tokenizeRequest struct {
