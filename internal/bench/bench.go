@@ -52,6 +52,43 @@ func Time(ctx context.Context, n, warm int, f func(ctx context.Context) error) (
 	return out, nil
 }
 
+// TimeInterleaved runs each of fs n times, round by round (every f once per
+// round, in an order that rotates), after warm such rounds, and returns
+// each one's latencies. Subjects compared this way share whatever the
+// machine does meanwhile (another tenant's load, the kernel's deferred
+// namespace teardown), instead of one subject getting a quiet minute and
+// the next a busy one. A subject that fails is dropped from later rounds
+// and its error returned in its place.
+func TimeInterleaved(ctx context.Context, n, warm int, fs []func(ctx context.Context) error) ([]Samples, []error) {
+	out := make([]Samples, len(fs))
+	errs := make([]error, len(fs))
+	for round := range warm + n {
+		if err := ctx.Err(); err != nil {
+			for i := range errs {
+				if errs[i] == nil {
+					errs[i] = err
+				}
+			}
+			return out, errs
+		}
+		for k := range fs {
+			i := (round + k) % len(fs)
+			if errs[i] != nil {
+				continue
+			}
+			start := time.Now()
+			if err := fs[i](ctx); err != nil {
+				errs[i] = err
+				continue
+			}
+			if round >= warm {
+				out[i] = append(out[i], time.Since(start))
+			}
+		}
+	}
+	return out, errs
+}
+
 // Cell is one subject's result in one row.
 type Cell struct {
 	Samples Samples

@@ -75,14 +75,17 @@ func Sandbox(ctx context.Context, o SandboxOptions) (*Table, error) {
 	}
 	t.Subjects = append(t.Subjects, o.Peers...)
 	warm := max(3, o.Runs/20)
-	cell := func(subject, scenario string, f func(context.Context) error) Cell {
-		s, err := Time(ctx, o.Runs, warm, f)
+	result := func(subject, scenario string, s Samples, err error) Cell {
 		if err != nil {
 			fmt.Fprintf(o.Progress, "%s / %s: %v\n", scenario, subject, err)
 			return Cell{Note: "failed: " + firstLine(err.Error())}
 		}
 		fmt.Fprintf(o.Progress, "%s / %s: p50 %s ms, p99 %s ms\n", scenario, subject, ms(s.Quantile(0.5)), ms(s.Quantile(0.99)))
 		return Cell{Samples: s}
+	}
+	cell := func(subject, scenario string, f func(context.Context) error) Cell {
+		s, err := Time(ctx, o.Runs, warm, f)
+		return result(subject, scenario, s, err)
 	}
 
 	// Peers share one read-only view of verisim's layers.
@@ -92,10 +95,14 @@ func Sandbox(ctx context.Context, o SandboxOptions) (*Table, error) {
 	}
 	defer unmount(merged)
 
+	// The headline row runs its subjects interleaved, so that "faster than
+	// bwrap in the same run" compares them under the same conditions.
 	lifecycle := Row{Scenario: "create → true → destroy", Cells: map[string]Cell{}}
-	lifecycle.Cells[SubjectVerisim] = cell(SubjectVerisim, lifecycle.Scenario, Lifecycle(o.Runtime, o.Spec))
+	subjects := []string{SubjectVerisim}
+	fs := []func(context.Context) error{Lifecycle(o.Runtime, o.Spec)}
 	if o.Warm != nil {
-		lifecycle.Cells[SubjectWarm] = cell(SubjectWarm, lifecycle.Scenario, Lifecycle(o.Warm, o.Spec))
+		subjects = append(subjects, SubjectWarm)
+		fs = append(fs, Lifecycle(o.Warm, o.Spec))
 	}
 	for _, p := range o.Peers {
 		f, note := o.peer(p, merged)
@@ -104,7 +111,12 @@ func Sandbox(ctx context.Context, o SandboxOptions) (*Table, error) {
 			t.Notes = append(t.Notes, fmt.Sprintf("%s skipped: %s", p, note))
 			continue
 		}
-		lifecycle.Cells[p] = cell(p, lifecycle.Scenario, f)
+		subjects = append(subjects, p)
+		fs = append(fs, f)
+	}
+	samples, errs := TimeInterleaved(ctx, o.Runs, warm, fs)
+	for i, subj := range subjects {
+		lifecycle.Cells[subj] = result(subj, lifecycle.Scenario, samples[i], errs[i])
 	}
 	t.Rows = append(t.Rows, lifecycle)
 
