@@ -6,5 +6,5 @@
 set -eu
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh bwrap:bubblewrap runc:runc
-go build -o bin/verisim ./cmd/verisim
+go build -o bin/ ./cmd/verisim ./cmd/verisim-init
 exec bin/verisim bench sandbox "$@"

@@ -182,7 +182,11 @@ them from Debian first. Needs root.`,
 			if err != nil {
 				return err
 			}
-			fmt.Printf("\nverisim bench sandbox --runs %d (backend %s, image %s, limits %s)\n\n", runs, rt.Name(), m.image, m.limits)
+			init := ""
+			if l, ok := rt.(*local.Runtime); ok {
+				init = ", init " + l.Init()
+			}
+			fmt.Printf("\nverisim bench sandbox --runs %d (backend %s, image %s, limits %s%s)\n\n", runs, rt.Name(), m.image, m.limits, init)
 			return t.Write(os.Stdout)
 		},
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/verisim/verisim/internal/sandbox"
 	"github.com/verisim/verisim/internal/sandbox/guest"
 	"github.com/verisim/verisim/internal/sandbox/local"
+	"github.com/verisim/verisim/internal/sandbox/local/localtest"
 )
 
 func TestMain(m *testing.M) {
@@ -47,11 +48,13 @@ func setup(b *testing.B) (cold, warm *local.Runtime, spec sandbox.Spec, work str
 	if err != nil {
 		b.Fatal(err)
 	}
-	cold, err = local.New(local.Options{StateDir: state, RunDir: run, FavorDynmods: true})
+	// As installed: the dedicated init binary, not this test binary.
+	init := localtest.InitBinary(b)
+	cold, err = local.New(local.Options{StateDir: state, RunDir: run, FavorDynmods: true, InitPath: init})
 	if err != nil {
 		b.Fatal(err)
 	}
-	warm, err = local.New(local.Options{StateDir: state, RunDir: run, Warm: 2, FavorDynmods: true})
+	warm, err = local.New(local.Options{StateDir: state, RunDir: run, Warm: 2, FavorDynmods: true, InitPath: init})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -1,5 +1,12 @@
 package guest
 
+// Protocol is the version of what the host and the init exchange: the
+// descriptors, Config, the status line and the wire messages. Bump it on
+// any change one side cannot read from the other, so that a host never
+// starts an init binary from another build (cmd/verisim-init prints it
+// with --protocol).
+const Protocol = 1
+
 // Config is what the host tells the init before it builds the sandbox. It is
 // JSON on descriptor FDConfig.
 type Config struct {
@@ -34,6 +41,12 @@ type Config struct {
 	// has placed it in the sandbox's cgroups, so that the sandbox sees its
 	// cgroup as "/".
 	NewCgroupNS bool `json:"new_cgroup_ns,omitempty"`
+	// CommandTasks is the host path of a cgroup v1 "tasks" file: the init
+	// moves the thread that starts commands there before it enters the
+	// cgroup namespace, so that commands are born in that cgroup (with
+	// the sandbox's pids limit) while the init's other threads stay
+	// outside it.
+	CommandTasks string `json:"command_tasks,omitempty"`
 }
 
 // Session is a logged-in user.
@@ -64,6 +77,12 @@ const (
 	FDLifeline = 5 // read: EOF when the creator dies (with Config.Lifeline)
 	FDListener = 6 // a listening unix socket, SocketName in the run directory
 )
+
+// FDUpper is where the init keeps its O_PATH descriptor of the writable
+// layer's upper directory: the lowest free descriptor from FDUpper, which
+// is FDUpper itself unless something opened dozens of files first. The
+// "ok" status line names the descriptor it got.
+const FDUpper = 64
 
 // SocketName is the unix socket in the run directory the init serves wire
 // requests on.

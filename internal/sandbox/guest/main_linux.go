@@ -4,9 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/signal"
+	"strconv"
 
 	"golang.org/x/sys/unix"
 
@@ -20,6 +20,12 @@ func IsInit() bool { v := os.Getenv(EnvMarker); return v == "1" || v == "pool" }
 
 // Main runs the init and never returns. Errors before serving go to the
 // host over FDStatus; the init then exits, which tears the sandbox down.
+//
+// Until it reports "ok", the init is the whole of a sandbox's creation, and
+// the host's CPU is idle, so independent steps run side by side: the signal
+// set-up (which starts threads) and reading and decoding the config overlap
+// with the mounts of prepare, and the cgroup namespace is entered on the
+// spawner thread while finish builds the root.
 func Main() {
 	pooled := os.Getenv(EnvMarker) == "pool"
 	os.Clearenv()
@@ -32,57 +38,77 @@ func Main() {
 		fmt.Fprintf(status, "%v\n", err)
 		os.Exit(1)
 	}
-	// The kernel's OOM killer must pick a command, never the init.
-	_ = os.WriteFile("/proc/self/oom_score_adj", []byte("-1000"), 0)
-	// Reaping must be in place before the first child can exit.
-	sigs := make(chan os.Signal, 16)
-	signal.Notify(sigs, unix.SIGCHLD)
-	// Catch, not ignore: an ignored signal stays ignored in every command
-	// started later, a caught one is reset to its default at exec.
-	signal.Notify(make(chan os.Signal, 1), unix.SIGHUP, unix.SIGINT, unix.SIGTERM, unix.SIGTTOU, unix.SIGTTIN)
+	srv := newServer()
+	go srv.spawnLoop()
+	sigsReady := make(chan chan os.Signal, 1)
+	go func() {
+		// The kernel's OOM killer must pick a command, never the init.
+		_ = os.WriteFile("/proc/self/oom_score_adj", []byte("-1000"), 0)
+		sigs := make(chan os.Signal, 16)
+		signal.Notify(sigs, unix.SIGCHLD)
+		// Catch, not ignore: an ignored signal stays ignored in every
+		// command started later, a caught one is reset to its default at
+		// exec.
+		signal.Notify(make(chan os.Signal, 1), unix.SIGHUP, unix.SIGINT, unix.SIGTERM, unix.SIGTTOU, unix.SIGTTIN)
+		sigsReady <- sigs
+	}()
+	type configResult struct {
+		cfg Config
+		err error
+	}
+	configReady := make(chan configResult, 1)
+	go func() {
+		var r configResult
+		r.err = readConfig(&r.cfg)
+		configReady <- r
+	}()
+
+	// The host started the init in its run directory. Until the config
+	// arrives, do what needs no config.
+	if err := prepare(); err != nil {
+		fail(err)
+	}
+	// Reaping must be in place before the first child can exit, and no
+	// command starts before the server does.
+	go srv.reap(<-sigsReady)
 	// The host bound the socket (a first socket in a fresh network
 	// namespace costs a millisecond); it keeps working after pivot_root.
-	ln, err := net.FileListener(os.NewFile(FDListener, "listener"))
+	ln, err := fileListener(FDListener)
 	if err != nil {
 		fail(fmt.Errorf("listener: %w", err))
 	}
-	srv := newServer()
-	go srv.reap(sigs)
-	go srv.spawnLoop()
 	go func() {
 		srv.serve(ln)
 		os.Exit(0)
 	}()
-
-	// The host started the init in its run directory. Until the config
-	// arrives, do what needs no config. A pooled init, which has time until
-	// someone wants a sandbox, also runs one command through the whole
-	// server, so that the sandbox's first command does not pay for the
-	// runtime's first-use costs (threads, heap, codecs).
-	if err := prepare(); err != nil {
-		fail(err)
-	}
+	// A pooled init, which has time until someone wants a sandbox, runs
+	// one command through the whole server, so that the sandbox's first
+	// command does not pay for the runtime's first-use costs (threads,
+	// heap, codecs).
 	if pooled {
 		warmUp()
 	}
 
-	var cfg Config
-	cfgFile := os.NewFile(FDConfig, "config")
-	b, err := io.ReadAll(cfgFile)
-	if err != nil {
-		fail(fmt.Errorf("read config: %w", err))
+	r := <-configReady
+	if r.err != nil {
+		fail(r.err)
 	}
-	cfgFile.Close()
-	if err := json.Unmarshal(b, &cfg); err != nil {
-		fail(fmt.Errorf("decode config: %w", err))
-	}
-	if cfg.NewCgroupNS {
-		if err := srv.onSpawner(func() error { return unix.Unshare(unix.CLONE_NEWCGROUP) }); err != nil {
-			fail(fmt.Errorf("new cgroup namespace: %w", err))
+	cfg := &r.cfg
+	// The commands' cgroup is a host path: open it before finish pivots
+	// away from the host's filesystem.
+	var tasks *os.File
+	if cfg.CommandTasks != "" {
+		if tasks, err = os.OpenFile(cfg.CommandTasks, os.O_WRONLY, 0); err != nil {
+			fail(fmt.Errorf("commands' cgroup: %w", err))
 		}
 	}
-	upper, err := finish(&cfg)
+	cgroups := make(chan error, 1)
+	srv.spawner <- func() { cgroups <- enterCgroups(tasks, cfg.NewCgroupNS) }
+	upper, err := finish(cfg)
 	if err != nil {
+		fail(err)
+	}
+	if err := <-cgroups; err != nil {
 		fail(err)
 	}
 	if !cfg.Lifeline {
@@ -101,11 +127,46 @@ func Main() {
 	select {}
 }
 
+// enterCgroups runs on the spawner thread: it moves the thread into the
+// commands' cgroup (tasks, when set) and then, with newNS, into a new
+// cgroup namespace rooted there. The host moved the init into the
+// sandbox's cgroups before it wrote the config, so either way the sandbox
+// sees its own cgroup as "/".
+func enterCgroups(tasks *os.File, newNS bool) error {
+	if tasks != nil {
+		_, err := tasks.WriteString(strconv.Itoa(unix.Gettid()))
+		tasks.Close()
+		if err != nil {
+			return fmt.Errorf("move the command spawner into the commands' cgroup: %w", err)
+		}
+	}
+	if newNS {
+		if err := unix.Unshare(unix.CLONE_NEWCGROUP); err != nil {
+			return fmt.Errorf("new cgroup namespace: %w", err)
+		}
+	}
+	return nil
+}
+
+// readConfig reads the config the host writes on FDConfig.
+func readConfig(cfg *Config) error {
+	f := os.NewFile(FDConfig, "config")
+	defer f.Close()
+	b, err := io.ReadAll(f)
+	if err != nil {
+		return fmt.Errorf("read config: %w", err)
+	}
+	if err := json.Unmarshal(b, cfg); err != nil {
+		return fmt.Errorf("decode config: %w", err)
+	}
+	return nil
+}
+
 // warmUp runs /bin/true of the host (the root is not built yet) through
 // the init's own socket, as the host would. Failing is harmless: it only
 // saves time later.
 func warmUp() {
-	nc, err := net.Dial("unix", SocketName)
+	nc, err := dialUnix(SocketName)
 	if err != nil {
 		return
 	}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"net"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -94,11 +93,11 @@ func (s *server) reap(sigs <-chan os.Signal) {
 	}
 }
 
-func (s *server) serve(ln net.Listener) {
+func (s *server) serve(ln *listener) {
 	for {
-		c, err := ln.Accept()
+		c, err := ln.accept()
 		if err != nil {
-			if errors.Is(err, net.ErrClosed) {
+			if errors.Is(err, os.ErrClosed) {
 				return
 			}
 			continue
@@ -107,7 +106,7 @@ func (s *server) serve(ln net.Listener) {
 	}
 }
 
-func (s *server) handle(nc net.Conn) {
+func (s *server) handle(nc *os.File) {
 	defer nc.Close()
 	c := wire.NewConn(nc)
 	var req wire.Request

@@ -72,7 +72,13 @@ func finish(cfg *Config) (upperFD int, err error) {
 	if err := unix.Mount("overlay", "root", "overlay", 0, opts); err != nil {
 		return -1, fmt.Errorf("mount overlay root: %w", err)
 	}
-	upperFD, err = unix.Open("rw/u", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	fd, err := unix.Open("rw/u", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, fmt.Errorf("open writable layer: %w", err)
+	}
+	// At FDUpper, which the host can name before the init reports it.
+	upperFD, err = unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, FDUpper)
+	unix.Close(fd)
 	if err != nil {
 		return -1, fmt.Errorf("open writable layer: %w", err)
 	}

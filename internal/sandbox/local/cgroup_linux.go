@@ -207,6 +207,9 @@ func favorDynmods() error {
 type cgroup struct {
 	// Dirs maps a controller to its directory; "" is the unified one.
 	Dirs map[string]string `json:"dirs"`
+	// Commands is the tasks file of the v1 pids cgroup commands run in
+	// (see setPIDs), "" when they run in the sandbox's own.
+	Commands string `json:"commands,omitempty"`
 }
 
 // create makes the sandbox's cgroups, with no limits yet; the v1 cpu
@@ -311,7 +314,7 @@ func (cg *cgroup) setLimits(cs *cgroupSetup, lim sandbox.Limits) error {
 		if err != nil {
 			return err
 		}
-		if err := writeFile(d, "pids.max", strconv.FormatInt(lim.PIDs, 10)); err != nil {
+		if err := cg.setPIDs(cs, d, lim.PIDs); err != nil {
 			return fmt.Errorf("set pids limit: %w", err)
 		}
 	}
@@ -334,6 +337,42 @@ func (cg *cgroup) setLimits(cs *cgroupSetup, lim sandbox.Limits) error {
 			return fmt.Errorf("set cpu limit: %w", err)
 		}
 	}
+	return nil
+}
+
+// commandsCgroup is the child of a sandbox's v1 pids cgroup that commands
+// run in, and initHeadroom how many tasks beyond the commands' limit the
+// sandbox's cgroup leaves to the init. The init is a Go program that
+// starts threads as it needs them; if a fork bomb held every pid of the one
+// cgroup both share, the init could not start a thread, and the Go
+// runtime aborts when it cannot, taking the sandbox with it.
+const (
+	commandsCgroup = "commands"
+	initHeadroom   = 64
+)
+
+// setPIDs limits the sandbox to pids tasks for its commands. On v1 the
+// commands get a child cgroup of their own holding that limit (plus one
+// for the init's spawner thread, which moves there so that every command
+// is born inside), and the sandbox's cgroup adds initHeadroom for the
+// init's other threads. A v1 hierarchy can place one thread of a process
+// in a child cgroup; v2 cannot outside threaded subtrees, so there the one
+// limit covers the init too.
+func (cg *cgroup) setPIDs(cs *cgroupSetup, d string, pids int64) error {
+	if cs.usesV2("pids") {
+		return writeFile(d, "pids.max", strconv.FormatInt(pids, 10))
+	}
+	if err := writeFile(d, "pids.max", strconv.FormatInt(pids+1+initHeadroom, 10)); err != nil {
+		return err
+	}
+	sub := filepath.Join(d, commandsCgroup)
+	if err := os.Mkdir(sub, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+		return err
+	}
+	if err := writeFile(sub, "pids.max", strconv.FormatInt(pids+1, 10)); err != nil {
+		return err
+	}
+	cg.Commands = filepath.Join(sub, "tasks")
 	return nil
 }
 
@@ -440,7 +479,10 @@ func (cg *cgroup) remove() error {
 	var errs []error
 	for c, d := range cg.Dirs {
 		err := pollUntil(5*time.Second, func() bool {
-			err := os.Remove(d)
+			err := os.Remove(filepath.Join(d, commandsCgroup))
+			if err == nil || errors.Is(err, os.ErrNotExist) {
+				err = os.Remove(d)
+			}
 			return err == nil || errors.Is(err, os.ErrNotExist)
 		})
 		if err != nil {
@@ -458,16 +500,20 @@ func (cg *cgroup) dirFor(c string) string {
 	return cg.Dirs[""]
 }
 
-// pids lists the processes still in the sandbox's cgroups.
+// pids lists the processes still in the sandbox's cgroups, the commands'
+// child included.
 func (cg *cgroup) pids() []int {
 	for _, d := range cg.Dirs {
 		b, err := os.ReadFile(filepath.Join(d, "cgroup.procs"))
 		if err != nil {
 			continue
 		}
+		if sub, err := os.ReadFile(filepath.Join(d, commandsCgroup, "cgroup.procs")); err == nil {
+			b = append(append(b, '\n'), sub...)
+		}
 		var out []int
 		for _, f := range strings.Fields(string(b)) {
-			if n, err := strconv.Atoi(f); err == nil {
+			if n, err := strconv.Atoi(f); err == nil && !slices.Contains(out, n) {
 				out = append(out, n)
 			}
 		}

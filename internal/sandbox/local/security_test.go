@@ -91,10 +91,33 @@ func newSandbox(t *testing.T, rt *Runtime, mod func(*sandbox.Spec)) sandbox.Sand
 func testForkBomb(t *testing.T, rt *Runtime) {
 	sb := newSandbox(t, rt, func(s *sandbox.Spec) { s.Limits.PIDs = 64 })
 	var out bytes.Buffer
-	st, err := sb.Run(t.Context(), sandbox.Cmd{
-		Args:    []string{"/bin/bash", "-c", "bomb() { bomb | bomb & }; bomb; sleep 5"},
-		Timeout: 4 * time.Second, Stderr: &out,
-	})
+	bombDone := make(chan struct{})
+	var st sandbox.ExitStatus
+	var err error
+	go func() {
+		defer close(bombDone)
+		st, err = sb.Run(t.Context(), sandbox.Cmd{
+			Args:    []string{"/bin/bash", "-c", "bomb() { bomb | bomb & }; bomb; sleep 5"},
+			Timeout: 4 * time.Second, Stderr: &out,
+		})
+	}()
+	// While the bomb holds every pid the commands may have, the init must
+	// keep serving: these requests make it start goroutines and, now and
+	// then, threads, which a shared limit would deny it.
+	time.Sleep(time.Second)
+	var reqs sync.WaitGroup
+	for range 8 {
+		reqs.Add(1)
+		go func() {
+			defer reqs.Done()
+			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+			defer cancel()
+			_, _ = sb.ReadFile(ctx, "/etc/hostname")
+			_, _ = sb.Run(ctx, sandbox.Cmd{Args: []string{"/bin/true"}})
+		}()
+	}
+	reqs.Wait()
+	<-bombDone
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,9 +133,23 @@ func testForkBomb(t *testing.T, rt *Runtime) {
 		t.Errorf("host took %v to start a process", d)
 	}
 	b := sb.(*box)
-	pids, _ := os.ReadFile(filepath.Join(b.m.Cgroup.dirFor("pids"), "pids.max"))
-	if strings.TrimSpace(string(pids)) != "64" {
-		t.Errorf("pids.max = %q", pids)
+	limit := func(dir string) string {
+		pids, _ := os.ReadFile(filepath.Join(dir, "pids.max"))
+		return strings.TrimSpace(string(pids))
+	}
+	if d := b.m.Cgroup.dirFor("pids"); rt.cg.usesV2("pids") {
+		if got := limit(d); got != "64" {
+			t.Errorf("pids.max = %q, want 64", got)
+		}
+	} else {
+		// 64 for the commands and one for the init's spawner thread in
+		// their cgroup; the sandbox's leaves the rest of the init room.
+		if got := limit(filepath.Join(d, commandsCgroup)); got != "65" {
+			t.Errorf("commands' pids.max = %q, want 65", got)
+		}
+		if got, want := limit(d), strconv.Itoa(65+initHeadroom); got != want {
+			t.Errorf("sandbox's pids.max = %q, want %s", got, want)
+		}
 	}
 	if !strings.Contains(out.String(), "fork") && !strings.Contains(out.String(), "Resource temporarily unavailable") {
 		t.Errorf("fork bomb never hit the limit; stderr: %.200q", out.String())

@@ -13,6 +13,7 @@ package localtest
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 
@@ -51,4 +52,21 @@ func Runtime(t testing.TB) *local.Runtime {
 // every test binary of a run and by later runs: machine.WithCaches(Caches()).
 func Caches() string {
 	return filepath.Join(os.TempDir(), "verisim-test-caches")
+}
+
+// InitBinary builds cmd/verisim-init, the dedicated sandbox init, into a
+// temporary directory and returns its path, for local.Options.InitPath. It
+// skips the test when the go command is not there to build it.
+func InitBinary(t testing.TB) string {
+	t.Helper()
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("needs the go command to build cmd/verisim-init")
+	}
+	out := filepath.Join(t.TempDir(), local.InitBinary)
+	cmd := exec.Command(gobin, "build", "-o", out, "github.com/verisim/verisim/cmd/verisim-init")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("build verisim-init: %v\n%s", err, b)
+	}
+	return out
 }
