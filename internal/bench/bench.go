@@ -52,41 +52,53 @@ func Time(ctx context.Context, n, warm int, f func(ctx context.Context) error) (
 	return out, nil
 }
 
-// TimeInterleaved runs each of fs n times, round by round (every f once per
-// round, in an order that rotates), after warm such rounds, and returns
-// each one's latencies. Subjects compared this way share whatever the
-// machine does meanwhile (another tenant's load, the kernel's deferred
-// namespace teardown), instead of one subject getting a quiet minute and
-// the next a busy one. A subject that fails is dropped from later rounds
-// and its error returned in its place.
-func TimeInterleaved(ctx context.Context, n, warm int, fs []func(ctx context.Context) error) ([]Samples, []error) {
+// TimeInterleaved runs each of fs until it has n samples, in turns: a
+// block of block runs of one subject, then of the next, the order rotating
+// from turn to turn, after warm runs of each. The first run of every block
+// is not recorded: it absorbs whatever the previous subject left the
+// kernel to finish (namespace and cgroup teardown is partly deferred).
+// Subjects compared this way share whatever the machine does meanwhile
+// (another tenant's load, a slower minute) instead of one subject getting a
+// quiet minute and the next a busy one. A subject that fails is dropped
+// from later turns and its error returned in its place.
+func TimeInterleaved(ctx context.Context, n, warm, block int, fs []func(ctx context.Context) error) ([]Samples, []error) {
 	out := make([]Samples, len(fs))
 	errs := make([]error, len(fs))
-	for round := range warm + n {
-		if err := ctx.Err(); err != nil {
-			for i := range errs {
-				if errs[i] == nil {
-					errs[i] = err
-				}
-			}
-			return out, errs
-		}
-		for k := range fs {
-			i := (round + k) % len(fs)
-			if errs[i] != nil {
-				continue
-			}
-			start := time.Now()
-			if err := fs[i](ctx); err != nil {
-				errs[i] = err
-				continue
-			}
-			if round >= warm {
-				out[i] = append(out[i], time.Since(start))
+	block = max(block, 2)
+	for i, f := range fs {
+		for range warm {
+			if errs[i] = f(ctx); errs[i] != nil {
+				break
 			}
 		}
 	}
-	return out, errs
+	for turn := 0; ; turn++ {
+		busy := false
+		for k := range fs {
+			i := (turn + k) % len(fs)
+			if errs[i] != nil || len(out[i]) >= n {
+				continue
+			}
+			busy = true
+			for r := 0; r < block && len(out[i]) < n; r++ {
+				if err := ctx.Err(); err != nil {
+					errs[i] = err
+					break
+				}
+				start := time.Now()
+				if err := fs[i](ctx); err != nil {
+					errs[i] = err
+					break
+				}
+				if r > 0 {
+					out[i] = append(out[i], time.Since(start))
+				}
+			}
+		}
+		if !busy {
+			return out, errs
+		}
+	}
 }
 
 // Cell is one subject's result in one row.
