@@ -42,9 +42,11 @@ type EngineOptions struct {
 
 // engineResult is one model size's measurements.
 type engineResult struct {
-	params                   int64
-	decode                   map[int]float64 // batch → tokens/s
-	decodeProfile            map[int]model.ProfileReport
+	params int64
+	// decode and decodeProfile are keyed by weights ("fp32", "bf16")
+	// and batch size.
+	decode                   map[string]map[int]float64 // tokens/s
+	decodeProfile            map[string]map[int]model.ProfileReport
 	ttft, prefill, reload    time.Duration
 	reloadLoad               time.Duration
 	sampleMicros             float64
@@ -89,19 +91,33 @@ func Engine(ctx context.Context, o EngineOptions) (*Table, error) {
 			return nil, fmt.Errorf("bench engine: %w", err)
 		}
 		cfg.MaxPositionEmbeddings = max(cfg.MaxPositionEmbeddings, o.Prompt+64)
-		r := &engineResult{params: cfg.ParamCount(), decode: map[int]float64{}, decodeProfile: map[int]model.ProfileReport{}}
+		r := &engineResult{params: cfg.ParamCount(), decode: map[string]map[int]float64{}, decodeProfile: map[string]map[int]model.ProfileReport{}}
 		results[size] = r
 		m, err := model.Init(cfg, 1)
 		if err != nil {
 			return nil, err
 		}
-		for _, batch := range []int{1, 32} {
-			progress("%s: decode, batch %d", size, batch)
-			tps, prof, err := decodeRate(m, batch, o.Steps)
+		// The same bf16 checkpoint, widened to float32 and kept in
+		// bfloat16 (as the server keeps it): the same logits, half the
+		// bytes per step.
+		ckpt := filepath.Join(o.Dir, size, "decode")
+		if err := m.Save(ckpt, safetensors.BF16); err != nil {
+			return nil, err
+		}
+		for _, w := range []string{"fp32", "bf16"} {
+			wm, err := model.LoadWith(ckpt, model.LoadOptions{KeepBF16: w == "bf16"})
 			if err != nil {
 				return nil, err
 			}
-			r.decode[batch], r.decodeProfile[batch] = tps, prof
+			r.decode[w], r.decodeProfile[w] = map[int]float64{}, map[int]model.ProfileReport{}
+			for _, batch := range []int{1, 32} {
+				progress("%s: decode, batch %d, %s weights", size, batch, w)
+				tps, prof, err := decodeRate(wm, batch, o.Steps)
+				if err != nil {
+					return nil, err
+				}
+				r.decode[w][batch], r.decodeProfile[w][batch] = tps, prof
+			}
 		}
 		r.sampleMicros = sampleCost(o.Vocab)
 		progress("%s: time to first token, %d-token prompt", size, o.Prompt)
@@ -292,8 +308,10 @@ func engineTable(o EngineOptions, results map[string]*engineResult) *Table {
 	secs := func(d time.Duration) string { return fmt.Sprintf("%.3f s", d.Seconds()) }
 	row("parameters", func(r *engineResult) string { return fmt.Sprintf("%.1fM", float64(r.params)/1e6) })
 	for _, b := range []int{1, 32} {
-		row(fmt.Sprintf("decode tokens/s, batch %d", b), func(r *engineResult) string { return fmt.Sprintf("%.1f", r.decode[b]) })
-		row(fmt.Sprintf("  batch %d step: matmul / attention / other", b), func(r *engineResult) string { return r.decodeProfile[b].Split() })
+		for _, w := range []string{"fp32", "bf16"} {
+			row(fmt.Sprintf("decode tokens/s, batch %d, %s weights", b, w), func(r *engineResult) string { return fmt.Sprintf("%.1f", r.decode[w][b]) })
+			row(fmt.Sprintf("  batch %d step, %s: matmul / attention / other", b, w), func(r *engineResult) string { return r.decodeProfile[w][b].Split() })
+		}
 	}
 	row("  sampling per token (temperature + top-p)", func(r *engineResult) string { return fmt.Sprintf("%.0f µs", r.sampleMicros) })
 	row(fmt.Sprintf("time to first token, %d-token prompt, HTTP", o.Prompt), func(r *engineResult) string { return secs(r.ttft) })
@@ -305,6 +323,7 @@ func engineTable(o EngineOptions, results map[string]*engineResult) *Table {
 	row("  version served after reload", func(r *engineResult) string { return r.servedVer })
 	tab.Notes = append(tab.Notes,
 		fmt.Sprintf("Arch %s, vocabulary %d, random weights; decode sequences hold a 64-token prompt; %d timed steps per batch size.", o.Arch, o.Vocab, o.Steps),
+		"fp32 / bf16 weights: one bf16 checkpoint loaded widened to float32 and kept in bfloat16 (as verisim serve keeps it); compute is float32 and the logits are the same bits either way.",
 		"matmul is the projections, the MLP (for MoE the router and experts) and the LM head; attention is Q·Kᵀ, softmax and P·V; other is norms, RoPE, embeddings and residuals.")
 	return tab
 }

@@ -291,6 +291,10 @@ func TestNewRefuses(t *testing.T) {
 		{"short tensor", func(_ *Options, m *model.Model) { m.Layers[1].Up = m.Layers[1].Up[:3] }, "model.layers.1.mlp.up_proj.weight holds 3 values"},
 		{"file path", func(o *Options, _ *model.Model) { o.Files = map[string][]byte{"../tokenizer.json": nil} }, `checkpoint file "../tokenizer.json": want a plain file name`},
 		{"own file", func(o *Options, _ *model.Model) { o.Files = map[string][]byte{"config.json": nil} }, `checkpoint file "config.json": Save writes that file itself`},
+		{"bf16 serving model", func(_ *Options, m *model.Model) {
+			// What model.LoadWith(dir, KeepBF16) gives for a bf16 checkpoint.
+			m.Layers[0].BF16.Q, m.Layers[0].Q = make([]uint16, len(m.Layers[0].Q)), nil
+		}, "bfloat16 weights for serving"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o, mm := DefaultOptions(), cloneModel(m)

@@ -81,6 +81,9 @@ func checkModel(m *model.Model) error {
 	if len(m.Layers) != m.Config.NumHiddenLayers {
 		return fmt.Errorf("model has %d layers, config says %d", len(m.Layers), m.Config.NumHiddenLayers)
 	}
+	if m.KeepsBF16() {
+		return fmt.Errorf("model holds bfloat16 weights for serving (model.LoadOptions.KeepBF16); the trainer updates float32 weights: load it with model.Load")
+	}
 	for i, l := range m.Layers {
 		if want := m.Config.NumLocalExperts; len(l.Experts) != want {
 			return fmt.Errorf("layer %d has %d experts, config says %d", i, len(l.Experts), want)

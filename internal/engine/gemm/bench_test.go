@@ -2,6 +2,7 @@ package gemm
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"runtime"
 	"sync"
@@ -40,38 +41,58 @@ func naiveSgemmT(c, a, b []float32, m, n, k int) {
 
 // BenchmarkSgemm measures C[m×n] = A[m×k]·B[n×k]ᵀ, the linear-layer
 // product, at the model's shapes. impl=verisim uses every core
-// (GOMAXPROCS), impl=verisim-1t one goroutine, gonum its own default
-// (which also goes parallel on large products). frac-peak divides by the
-// register-only FMA peak of as many cores as the implementation may use.
+// (GOMAXPROCS), impl=verisim-1t one goroutine, impl=verisim-bf16 and
+// verisim-bf16-1t the same with B stored as bfloat16 (MatMulTBF16, half the
+// weight bytes), gonum its own default (which also goes parallel on large
+// products). frac-peak divides by the register-only FMA peak of as many
+// cores as the implementation may use; weight-GB/s is the rate B streams
+// in, in its stored width.
 func BenchmarkSgemm(b *testing.B) {
 	r := rand.New(rand.NewPCG(7, 8))
 	procs := runtime.GOMAXPROCS(0)
+	type operands struct {
+		a, bt []float32
+		bh    []uint16
+	}
 	impls := []struct {
-		name    string
-		threads int
-		run     func(c, a, bt []float32, m, n, k int)
+		name        string
+		threads     int
+		weightBytes int
+		run         func(c []float32, o *operands, m, n, k int)
 	}{
-		{"verisim", procs, Config{}.MatMulT},
-		{"verisim-1t", 1, Config{Threads: 1}.MatMulT},
-		{"gonum", procs, func(c, a, bt []float32, m, n, k int) {
-			gonum.Implementation{}.Sgemm(blas.NoTrans, blas.Trans, m, n, k, 1, a, k, bt, k, 0, c, n)
+		{"verisim", procs, 4, func(c []float32, o *operands, m, n, k int) { Config{}.MatMulT(c, o.a, o.bt, m, n, k) }},
+		{"verisim-bf16", procs, 2, func(c []float32, o *operands, m, n, k int) { Config{}.MatMulTBF16(c, o.a, o.bh, m, n, k) }},
+		{"verisim-1t", 1, 4, func(c []float32, o *operands, m, n, k int) { Config{Threads: 1}.MatMulT(c, o.a, o.bt, m, n, k) }},
+		{"verisim-bf16-1t", 1, 2, func(c []float32, o *operands, m, n, k int) { Config{Threads: 1}.MatMulTBF16(c, o.a, o.bh, m, n, k) }},
+		{"gonum", procs, 4, func(c []float32, o *operands, m, n, k int) {
+			gonum.Implementation{}.Sgemm(blas.NoTrans, blas.Trans, m, n, k, 1, o.a, k, o.bt, k, 0, c, n)
 		}},
-		{"naive", 1, naiveSgemmT},
+		{"naive", 1, 4, func(c []float32, o *operands, m, n, k int) { naiveSgemmT(c, o.a, o.bt, m, n, k) }},
 	}
 	for _, m := range []int{1, 7, 32, 128} {
-		for _, nk := range [][2]int{{256, 256}, {768, 256}, {256, 768}, {1024, 1024}, {3072, 1024}, {1024, 3072}, {8192, 256}} {
+		for _, nk := range [][2]int{{256, 256}, {768, 256}, {256, 768}, {1024, 1024}, {3072, 1024}, {1024, 3072}, {8192, 256}, {4096, 4096}} {
 			n, k := nk[0], nk[1]
-			a, bt, c := randSlice(r, m*k), randSlice(r, n*k), make([]float32, m*n)
+			o := &operands{a: randSlice(r, m*k), bh: make([]uint16, n*k)}
+			// B is the same bf16-representable matrix in both storages.
+			o.bt = randSlice(r, n*k)
+			for i, v := range o.bt {
+				o.bh[i] = uint16(math.Float32bits(v) >> 16)
+				o.bt[i] = math.Float32frombits(uint32(o.bh[i]) << 16)
+			}
+			c := make([]float32, m*n)
 			for _, impl := range impls {
+				if impl.name == "naive" && m*n*k > 1<<28 {
+					continue // seconds per call, and says nothing new
+				}
 				b.Run(fmt.Sprintf("shape=%dx%dx%d/impl=%s", m, n, k, impl.name), func(b *testing.B) {
 					for b.Loop() {
-						impl.run(c, a, bt, m, n, k)
+						impl.run(c, o, m, n, k)
 					}
 					gflops := 2 * float64(m*n*k) * float64(b.N) / b.Elapsed().Seconds() / 1e9
 					b.ReportMetric(gflops, "GFLOP/s")
 					// Every call streams all of B once: for small m this
 					// rate, not the FMA peak, is the ceiling.
-					b.ReportMetric(4*float64(n*k)*float64(b.N)/b.Elapsed().Seconds()/1e9, "weight-GB/s")
+					b.ReportMetric(float64(impl.weightBytes*n*k)*float64(b.N)/b.Elapsed().Seconds()/1e9, "weight-GB/s")
 					if p := peakFor(impl.threads); p > 0 {
 						b.ReportMetric(gflops/p, "frac-peak")
 					}

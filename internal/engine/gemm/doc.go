@@ -22,6 +22,24 @@
 //     runs an 8×32 broadcast-FMA kernel (16 zmm accumulators). Edge tiles go
 //     through a scratch tile, so the kernel never writes outside its range.
 //
+// # Bfloat16 weights
+//
+// Batch-1 decode runs every weight matrix through a GEMV once per token,
+// which is bound by the rate the weights stream in from memory, not by the
+// FMA units. MatMulTBF16 takes the weights as bfloat16 bit patterns (the
+// high 16 bits of a float32), which halves the bytes streamed; activations,
+// products and sums stay float32, and each weight widens exactly
+// (uint32(v)<<16 reinterpreted as float32). The result is bit-identical to
+// MatMulT on the widened weights with the same Config, whatever Threads is:
+// the GEMV path (m ≤ 2) runs kernelGemv8BF16, kernelGemv8 with each chunk
+// of B loaded as 16-bit lanes and widened in a register before the same
+// FMAs, masked tail and reduction; larger m widen each 4-row × kc block of
+// B into an L1-sized per-goroutine scratch and run the unchanged 4×4 dot
+// tile over it, in the same blocks and order as MatMulT. That identity is
+// what keeps the logprobs the engine serves from bf16 weights equal to
+// those of a trainer or scoring pass that uses the same weights in float32.
+// (The portable kernels likewise mirror their float32 counterparts.)
+//
 // # Why Go assembly and not GOEXPERIMENT=simd
 //
 // The toolchain does ship simd/archsimd, but only under GOEXPERIMENT=simd,

@@ -43,6 +43,11 @@ type kernels struct {
 	// gemv adds alpha·Σ_{p<k} a[p]·b[j·ldb+p] to c[j] for every j < len(c),
 	// 1 ≤ len(c) ≤ gemvCols.
 	gemv func(k int, alpha float32, a, b []float32, ldb int, c []float32)
+	// gemvBF16 is gemv with B as bfloat16 bit patterns; it must give the
+	// same bits as gemv on the widened rows of B.
+	gemvBF16 func(k int, alpha float32, a []float32, b []uint16, ldb int, c []float32)
+	// widen sets dst[i] = widen(src[i]) for i < len(src) ≤ len(dst).
+	widen func(dst []float32, src []uint16)
 }
 
 // Config says how a multiply runs. The zero value splits large multiplies
@@ -168,7 +173,7 @@ func checkSgemm(transA, transB bool, m, n, k int, a []float32, lda int, b []floa
 	checkMatrix("C", m, n, c, ldc)
 }
 
-func checkMatrix(name string, rows, cols int, x []float32, ld int) {
+func checkMatrix[T float32 | uint16](name string, rows, cols int, x []T, ld int) {
 	if ld < max(1, cols) {
 		panic(fmt.Sprintf("gemm: bad leading dimension of %s: %d < max(1, %d)", name, ld, cols))
 	}
@@ -203,6 +208,7 @@ type problem struct {
 	m, n, k        int
 	alpha          float32
 	a, b, c        []float32
+	bh             []uint16 // B as bfloat16 (MatMulTBF16); b is then nil
 	lda, ldb, ldc  int
 	ks             kernels
 }

@@ -2,7 +2,11 @@
 
 package gemm
 
-import "golang.org/x/sys/cpu"
+import (
+	"sync"
+
+	"golang.org/x/sys/cpu"
+)
 
 // kernelPacked8x32 adds Â·B̂ to the 8×32 tile at c (row stride ldc), where
 // Â holds kc groups of 8 row values and B̂ kc groups of 32 column values.
@@ -21,6 +25,18 @@ func kernelDot4x4(k int, a0, a1, a2, a3, b0, b1, b2, b3 *float32, out *[16]float
 //go:noescape
 func kernelGemv8(k int, alpha float32, a, b *float32, ldb int, c *float32, cols int)
 
+// kernelGemv8BF16 is kernelGemv8 with B as bfloat16 bit patterns, widened
+// exactly to float32 in registers: bit-identical to kernelGemv8 on the
+// widened rows. It needs AVX-512BW.
+//
+//go:noescape
+func kernelGemv8BF16(k int, alpha float32, a *float32, b *uint16, ldb int, c *float32, cols int)
+
+// widenBF16x16 sets dst[i] = widen(src[i]) for i < 16·chunks.
+//
+//go:noescape
+func widenBF16x16(chunks int, dst *float32, src *uint16)
+
 // fmaPeak runs iters×16 independent register-only 16-lane FMAs.
 //
 //go:noescape
@@ -32,7 +48,15 @@ func asmKernels() (kernels, bool) {
 	if !cpu.X86.HasAVX512F {
 		return kernels{}, false
 	}
-	return kernels{name: "avx512", packed: packedAVX512, dot: dotAVX512, gemv: gemvAVX512}, true
+	ks := kernels{
+		name: "avx512", packed: packedAVX512, dot: dotAVX512, gemv: gemvAVX512,
+		gemvBF16: gemvBF16Widened, widen: widenAVX512,
+	}
+	if cpu.X86.HasAVX512BW {
+		// The bf16 GEMV's masked tail loads 16-bit lanes (VMOVDQU16).
+		ks.gemvBF16 = gemvBF16AVX512
+	}
+	return ks, true
 }
 
 func packedAVX512(kc int, a, b, c []float32, ldc int) {
@@ -60,4 +84,53 @@ func gemvAVX512(k int, alpha float32, a, b []float32, ldb int, c []float32) {
 	_ = a[k-1]
 	_ = b[(cols-1)*ldb+k-1]
 	kernelGemv8(k, alpha, &a[0], &b[0], ldb, &c[0], cols)
+}
+
+func gemvBF16AVX512(k int, alpha float32, a []float32, b []uint16, ldb int, c []float32) {
+	cols := len(c)
+	if cols < 1 || cols > gemvCols {
+		panic("gemm: gemv tile width out of range")
+	}
+	// Bounds checks keep the assembly inside the slices it was given.
+	_ = a[k-1]
+	_ = b[(cols-1)*ldb+k-1]
+	kernelGemv8BF16(k, alpha, &a[0], &b[0], ldb, &c[0], cols)
+}
+
+// gemvBF16Widened is the bf16 GEMV for AVX-512 CPUs without AVX-512BW: it
+// widens the tile's rows of B into scratch and runs the float32 kernel on
+// them, which gives the same bits as kernelGemv8BF16, only slower.
+func gemvBF16Widened(k int, alpha float32, a []float32, b []uint16, ldb int, c []float32) {
+	cols := len(c)
+	if cols < 1 || cols > gemvCols {
+		panic("gemm: gemv tile width out of range")
+	}
+	buf := getWidenBuf(cols * k)
+	defer widenBufs.Put(buf)
+	w := (*buf)[:cols*k]
+	for j := range cols {
+		widenAVX512(w[j*k:(j+1)*k], b[j*ldb:j*ldb+k])
+	}
+	gemvAVX512(k, alpha, a, w, k, c)
+}
+
+// widenAVX512 sets dst[i] = widen(src[i]) for i < len(src) ≤ len(dst).
+func widenAVX512(dst []float32, src []uint16) {
+	n := len(src)
+	dst = dst[:n]
+	if q := n / 16; q > 0 {
+		widenBF16x16(q, &dst[0], &src[0])
+	}
+	widenGo(dst[n&^15:], src[n&^15:])
+}
+
+// widenBufs holds the scratch rows of gemvBF16Widened.
+var widenBufs = sync.Pool{New: func() any { return new([]float32) }}
+
+func getWidenBuf(n int) *[]float32 {
+	buf := widenBufs.Get().(*[]float32)
+	if cap(*buf) < n {
+		*buf = make([]float32, n)
+	}
+	return buf
 }

@@ -407,3 +407,172 @@ gemvreduce:
 	VMOVUPS      Z11, K2, (DI)
 	VZEROUPPER
 	RET
+
+// Load 16 bfloat16 values from (ROW)(AX*1), widen them exactly to float32
+// (zero-extend each 16-bit pattern to 32 bits, then shift it into the high
+// half) and accumulate a·b into ACC, with a's 16 floats in Z16.
+#define BF16_FMA(ROW, ZT, ACC) \
+	VPMOVZXWD   (ROW)(AX*1), ZT; \
+	VPSLLD      $16, ZT, ZT; \
+	VFMADD231PS ZT, Z16, ACC
+
+// As BF16_FMA for the k%16 tail: the 16-bit load runs under mask K1, so it
+// never touches memory past k, and the masked-off lanes widen to +0 just as
+// kernelGemv8's zeroing float32 loads do.
+#define BF16_FMA_TAIL(ROW, YT, ZT, ACC) \
+	VMOVDQU16.Z (ROW)(AX*1), K1, YT; \
+	VPMOVZXWD   YT, ZT; \
+	VPSLLD      $16, ZT, ZT; \
+	VFMADD231PS ZT, Z16, ACC
+
+// func kernelGemv8BF16(k int, alpha float32, a *float32, b *uint16, ldb int, c *float32, cols int)
+//
+// kernelGemv8 with B in bfloat16: c[j] += alpha·Σ_p a[p]·widen(b_j[p]) for
+// j < cols (1 ≤ cols ≤ 8, k ≥ 1), where b_j is the row of uint16 at
+// b + min(j, cols-1)·ldb. Each 16-value chunk of a row of B is loaded as 32
+// bytes and widened in a register (exactly: bfloat16 is the high half of a
+// float32), then goes through the same FMAs, masked tail and reduction as
+// kernelGemv8, so the result is bit-identical to kernelGemv8 on the widened
+// rows. AX counts bytes of B; a is addressed at twice that. Needs
+// AVX-512BW for the masked 16-bit tail load.
+TEXT ·kernelGemv8BF16(SB), NOSPLIT, $0-56
+	MOVQ k+0(FP), CX
+	MOVQ a+16(FP), SI
+	MOVQ b+24(FP), R8
+	MOVQ ldb+32(FP), BX
+	SHLQ $1, BX
+	MOVQ cols+48(FP), DX
+
+	// Row pointers R8..R13, DI, BX; row r stays at row r-1 when r ≥ cols.
+	LEAQ    (R8)(BX*1), R9
+	CMPQ    DX, $1
+	CMOVQLE R8, R9
+	LEAQ    (R9)(BX*1), R10
+	CMPQ    DX, $2
+	CMOVQLE R9, R10
+	LEAQ    (R10)(BX*1), R11
+	CMPQ    DX, $3
+	CMOVQLE R10, R11
+	LEAQ    (R11)(BX*1), R12
+	CMPQ    DX, $4
+	CMOVQLE R11, R12
+	LEAQ    (R12)(BX*1), R13
+	CMPQ    DX, $5
+	CMOVQLE R12, R13
+	LEAQ    (R13)(BX*1), DI
+	CMPQ    DX, $6
+	CMOVQLE R13, DI
+	LEAQ    (DI)(BX*1), AX
+	CMPQ    DX, $7
+	CMOVQLE DI, AX
+	MOVQ    AX, BX
+	XORQ    AX, AX
+
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+
+	CMPQ CX, $16
+	JLT  bgemvtail
+
+bgemvloop:
+	VMOVUPS (SI)(AX*2), Z16
+	BF16_FMA(R8, Z17, Z0)
+	BF16_FMA(R9, Z18, Z1)
+	BF16_FMA(R10, Z19, Z2)
+	BF16_FMA(R11, Z20, Z3)
+	BF16_FMA(R12, Z21, Z4)
+	BF16_FMA(R13, Z22, Z5)
+	BF16_FMA(DI, Z23, Z6)
+	BF16_FMA(BX, Z24, Z7)
+	ADDQ    $32, AX
+	SUBQ    $16, CX
+	CMPQ    CX, $16
+	JGE     bgemvloop
+
+bgemvtail:
+	TESTQ     CX, CX
+	JEQ       bgemvreduce
+	MOVQ      $1, DX
+	SHLQ      CX, DX
+	DECQ      DX
+	KMOVW     DX, K1
+	VMOVUPS.Z (SI)(AX*2), K1, Z16
+	BF16_FMA_TAIL(R8, Y17, Z17, Z0)
+	BF16_FMA_TAIL(R9, Y18, Z18, Z1)
+	BF16_FMA_TAIL(R10, Y19, Z19, Z2)
+	BF16_FMA_TAIL(R11, Y20, Z20, Z3)
+	BF16_FMA_TAIL(R12, Y21, Z21, Z4)
+	BF16_FMA_TAIL(R13, Y22, Z22, Z5)
+	BF16_FMA_TAIL(DI, Y23, Z23, Z6)
+	BF16_FMA_TAIL(BX, Y24, Z24, Z7)
+
+bgemvreduce:
+	// Exactly kernelGemv8's reduction and store.
+	VEXTRACTF64X4 $1, Z0, Y16
+	VADDPS        Y16, Y0, Y0
+	VEXTRACTF64X4 $1, Z1, Y17
+	VADDPS        Y17, Y1, Y1
+	VEXTRACTF64X4 $1, Z2, Y18
+	VADDPS        Y18, Y2, Y2
+	VEXTRACTF64X4 $1, Z3, Y19
+	VADDPS        Y19, Y3, Y3
+	VEXTRACTF64X4 $1, Z4, Y20
+	VADDPS        Y20, Y4, Y4
+	VEXTRACTF64X4 $1, Z5, Y21
+	VADDPS        Y21, Y5, Y5
+	VEXTRACTF64X4 $1, Z6, Y22
+	VADDPS        Y22, Y6, Y6
+	VEXTRACTF64X4 $1, Z7, Y23
+	VADDPS        Y23, Y7, Y7
+	VHADDPS       Y1, Y0, Y0
+	VHADDPS       Y3, Y2, Y2
+	VHADDPS       Y5, Y4, Y4
+	VHADDPS       Y7, Y6, Y6
+	VHADDPS       Y2, Y0, Y0
+	VHADDPS       Y6, Y4, Y4
+	VPERM2F128    $0x20, Y4, Y0, Y8
+	VPERM2F128    $0x31, Y4, Y0, Y9
+	VADDPS        Y9, Y8, Y8
+
+	MOVQ         c+40(FP), DI
+	MOVQ         cols+48(FP), CX
+	MOVQ         $1, DX
+	SHLQ         CX, DX
+	DECQ         DX
+	KMOVW        DX, K2
+	VBROADCASTSS alpha+8(FP), Z10
+	VMOVUPS.Z    (DI), K2, Z11
+	VFMADD231PS  Z8, Z10, Z11
+	VMOVUPS      Z11, K2, (DI)
+	VZEROUPPER
+	RET
+
+// func widenBF16x16(chunks int, dst *float32, src *uint16)
+//
+// dst[i] = widen(src[i]) for i < 16·chunks, 16 values per step, exactly
+// (zero-extend to 32 bits, shift into the high half).
+TEXT ·widenBF16x16(SB), NOSPLIT, $0-24
+	MOVQ  chunks+0(FP), CX
+	MOVQ  dst+8(FP), DI
+	MOVQ  src+16(FP), SI
+	TESTQ CX, CX
+	JEQ   widendone
+
+widenloop:
+	VPMOVZXWD (SI), Z0
+	VPSLLD    $16, Z0, Z0
+	VMOVUPS   Z0, (DI)
+	ADDQ      $32, SI
+	ADDQ      $64, DI
+	DECQ      CX
+	JNZ       widenloop
+
+widendone:
+	VZEROUPPER
+	RET

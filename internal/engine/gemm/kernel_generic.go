@@ -3,7 +3,10 @@ package gemm
 // portableKernels computes the same tiles as the assembly kernels in plain
 // Go, on the same packed layout, so the blocking logic is shared and tested
 // on every architecture.
-var portableKernels = kernels{name: "portable", packed: packedGo, dot: dotGo, gemv: gemvGo}
+var portableKernels = kernels{
+	name: "portable", packed: packedGo, dot: dotGo, gemv: gemvGo,
+	gemvBF16: gemvGoBF16, widen: widenGo,
+}
 
 func packedGo(kc int, a, b, c []float32, ldc int) {
 	a = a[:kc*mr]
@@ -57,5 +60,33 @@ func gemvGo(k int, alpha float32, a, b []float32, ldb int, c []float32) {
 			s0 += a[p] * bj[p]
 		}
 		c[j] += alpha * (s0 + s1)
+	}
+}
+
+// gemvGoBF16 is gemvGo with B in bfloat16: the same two-way split and
+// summation order on the exactly widened values, so it matches gemvGo on
+// the widened rows bit for bit.
+func gemvGoBF16(k int, alpha float32, a []float32, b []uint16, ldb int, c []float32) {
+	a = a[:k]
+	for j := range c {
+		bj := b[j*ldb : j*ldb+k]
+		var s0, s1 float32
+		p := 0
+		for ; p+1 < k; p += 2 {
+			s0 += a[p] * bf16ToFloat32(bj[p])
+			s1 += a[p+1] * bf16ToFloat32(bj[p+1])
+		}
+		if p < k {
+			s0 += a[p] * bf16ToFloat32(bj[p])
+		}
+		c[j] += alpha * (s0 + s1)
+	}
+}
+
+// widenGo sets dst[i] = widen(src[i]) for i < len(src) ≤ len(dst).
+func widenGo(dst []float32, src []uint16) {
+	dst = dst[:len(src)]
+	for i, v := range src {
+		dst[i] = bf16ToFloat32(v)
 	}
 }

@@ -167,7 +167,7 @@ func (m *Model) ForwardBatch(seqs []Seq) ([]float32, error) {
 		n := len(s.Tokens)
 		ropeTables(c.cos[row*hd/2:(row+n)*hd/2], c.sin[row*hd/2:(row+n)*hd/2], s.Pos, n, hd, cfg.RopeTheta)
 		for t, tok := range s.Tokens {
-			copy(x[(row+t)*H:(row+t+1)*H], m.Embed[int(tok)*H:(int(tok)+1)*H])
+			m.embed(x[(row+t)*H:(row+t+1)*H], int(tok))
 		}
 		row += n
 	}
@@ -178,9 +178,9 @@ func (m *Model) ForwardBatch(seqs []Seq) ([]float32, error) {
 		l := &m.Layers[li]
 		rmsNorm(h, x, l.InputNorm, eps)
 		t0 := prof.now()
-		mm.MatMulT(c.q, h, l.Q, T, qDim, H)
-		mm.MatMulT(c.kk, h, l.K, T, kvDim, H)
-		mm.MatMulT(c.vv, h, l.V, T, kvDim, H)
+		project(mm, c.q, h, l.Q, l.BF16.Q, T, qDim, H)
+		project(mm, c.kk, h, l.K, l.BF16.K, T, kvDim, H)
+		project(mm, c.vv, h, l.V, l.BF16.V, T, kvDim, H)
 		prof.add(profMatmul, t0)
 		addBias(c.q, l.QBias)
 		addBias(c.kk, l.KBias)
@@ -198,7 +198,7 @@ func (m *Model) ForwardBatch(seqs []Seq) ([]float32, error) {
 		}
 		prof.add(profAttention, t0)
 		t0 = prof.now()
-		mm.MatMulT(h, c.att, l.O, T, H, qDim)
+		project(mm, h, c.att, l.O, l.BF16.O, T, H, qDim)
 		prof.add(profMatmul, t0)
 		addBias(h, l.OBias)
 		addTo(x, h)
@@ -208,10 +208,10 @@ func (m *Model) ForwardBatch(seqs []Seq) ([]float32, error) {
 		if cfg.MoE() {
 			m.moeMLP(c, l, li, seqs)
 		} else {
-			mm.MatMulT(c.gate, h, l.Gate, T, I, H)
-			mm.MatMulT(c.up, h, l.Up, T, I, H)
+			project(mm, c.gate, h, l.Gate, l.BF16.Gate, T, I, H)
+			project(mm, c.up, h, l.Up, l.BF16.Up, T, I, H)
 			swiGLU(c.gate, c.up)
-			mm.MatMulT(h, c.gate, l.Down, T, H, I)
+			project(mm, h, c.gate, l.Down, l.BF16.Down, T, H, I)
 		}
 		prof.add(profMatmul, t0)
 		addTo(x, h)
@@ -223,7 +223,7 @@ func (m *Model) ForwardBatch(seqs []Seq) ([]float32, error) {
 	rmsNorm(h, x, m.Norm, eps)
 	logits := make([]float32, T*V)
 	t0 := prof.now()
-	mm.MatMulT(logits, h, m.LMHead, T, V, H)
+	project(mm, logits, h, m.LMHead, m.BF16.LMHead, T, V, H)
 	prof.add(profMatmul, t0)
 	prof.add(profTotal, start)
 	return logits, nil
@@ -331,6 +331,30 @@ func rope(x, cos, sin []float32, headDim int) {
 // between. The rows go in blocks of attentionBlock, each over only the
 // positions its last row may see, so a prompt's products cover about
 // half the full rows × positions square; the few scores a block's earlier
+// project computes out = in·Wᵀ (rows × n from rows × k) with the weight
+// matrix the model holds: w in float32, or wh in bfloat16 when w is nil.
+// Both give the same bits for the same values.
+func project(mm gemm.Config, out, in, w []float32, wh []uint16, rows, n, k int) {
+	if w == nil && wh != nil {
+		mm.MatMulTBF16(out, in, wh, rows, n, k)
+		return
+	}
+	mm.MatMulT(out, in, w, rows, n, k)
+}
+
+// embed copies token tok's embedding into dst, widening it when the model
+// keeps the embedding in bfloat16.
+func (m *Model) embed(dst []float32, tok int) {
+	H := len(dst)
+	if m.Embed == nil && m.BF16.Embed != nil {
+		for i, h := range m.BF16.Embed[tok*H : (tok+1)*H] {
+			dst[i] = math.Float32frombits(uint32(h) << 16)
+		}
+		return
+	}
+	copy(dst, m.Embed[tok*H:(tok+1)*H])
+}
+
 // rows may not see are computed and then dropped.
 func attention(mm gemm.Config, out, q, k, v, scores []float32, pos0, heads, kvHeads, headDim int) {
 	qDim, kvDim, group := heads*headDim, kvHeads*headDim, heads/kvHeads

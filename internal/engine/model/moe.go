@@ -126,10 +126,10 @@ func (m *Model) moeMLP(c *KVCache, l *Layer, li int, seqs []Seq) {
 		p0, p1 := s.start[e], s.start[e+1]
 		x, n := &l.Experts[e], p1-p0
 		rows, gate, up := s.rows[p0*H:p1*H], c.gate[p0*I:p1*I], c.up[p0*I:p1*I]
-		mm.MatMulT(gate, rows, x.Gate, n, I, H)
-		mm.MatMulT(up, rows, x.Up, n, I, H)
+		project(mm, gate, rows, x.Gate, x.BF16.Gate, n, I, H)
+		project(mm, up, rows, x.Up, x.BF16.Up, n, I, H)
 		swiGLU(gate, up)
-		mm.MatMulT(rows, gate, x.Down, n, H, I)
+		project(mm, rows, gate, x.Down, x.BF16.Down, n, H, I)
 	}
 	threads := mm.Threads
 	if threads <= 0 {

@@ -1,6 +1,7 @@
 package model
 
 import (
+	"bytes"
 	"cmp"
 	"maps"
 	"math"
@@ -270,4 +271,88 @@ func dirNames(t *testing.T, dir string) []string {
 
 func bitsEqual(a, b []float32) bool {
 	return slices.EqualFunc(a, b, func(x, y float32) bool { return math.Float32bits(x) == math.Float32bits(y) })
+}
+
+// TestKeepBF16 loads one bf16 checkpoint twice, widened to float32 and
+// kept in bfloat16, and checks that the second holds half-width weights
+// and computes the same bits: a prompt (the dot path of the products), then
+// token by token (the GEMV path), dense, tied, with biases and MoE.
+func TestKeepBF16(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		cfg  func() Config
+	}{
+		{"llama", func() Config { return toyConfig("llama") }},
+		{"llama/tied", func() Config { c := toyConfig("llama"); c.TieWordEmbeddings = true; return c }},
+		{"qwen2", func() Config { return toyConfig("qwen2") }},
+		{"mixtral", func() Config { return toyConfig("mixtral") }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if err := toyModel(t, c.cfg(), 31).Save(dir, safetensors.BF16); err != nil {
+				t.Fatal(err)
+			}
+			wide, err := Load(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			half, err := LoadWith(dir, LoadOptions{KeepBF16: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if wide.KeepsBF16() || !half.KeepsBF16() {
+				t.Fatalf("KeepsBF16: widened %v, kept %v", wide.KeepsBF16(), half.KeepsBF16())
+			}
+			for _, p := range half.params() {
+				switch {
+				case p.half != nil && (*p.data != nil || *p.half == nil):
+					t.Errorf("%s: float32 %d values, bf16 %d; want only bf16", p.name, len(*p.data), len(*p.half))
+				case p.half == nil && *p.data == nil:
+					t.Errorf("%s: no values", p.name)
+				}
+			}
+			toks := tokensFor(20, c.cfg().VocabSize, 9)
+			cw, ch := wide.NewKVCache(), half.NewKVCache()
+			lw, err := wide.Forward(cw, toks[:14], 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			lh, err := half.Forward(ch, toks[:14], 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bitsEqual(lh, lw) {
+				t.Fatal("prompt logits differ between bf16-kept and widened weights")
+			}
+			for i := 14; i < len(toks); i++ {
+				lw, _ = wide.Forward(cw, toks[i:i+1], i)
+				lh, _ = half.Forward(ch, toks[i:i+1], i)
+				if !bitsEqual(lh, lw) {
+					t.Fatalf("decode logits at %d differ between bf16-kept and widened weights", i)
+				}
+			}
+
+			// Saving the kept model writes the same checkpoint back.
+			again := t.TempDir()
+			if err := half.Save(again, safetensors.BF16); err != nil {
+				t.Fatal(err)
+			}
+			for _, f := range dirNames(t, dir) {
+				a, _ := os.ReadFile(filepath.Join(dir, f))
+				b, err := os.ReadFile(filepath.Join(again, f))
+				if err != nil || !bytes.Equal(a, b) {
+					t.Errorf("%s differs after saving the bf16-kept model (%v)", f, err)
+				}
+			}
+
+			// Float32 checkpoints are never rounded: they load widened.
+			f32 := t.TempDir()
+			if err := toyModel(t, c.cfg(), 31).Save(f32, safetensors.F32); err != nil {
+				t.Fatal(err)
+			}
+			if m, err := LoadWith(f32, LoadOptions{KeepBF16: true}); err != nil || m.KeepsBF16() {
+				t.Errorf("float32 checkpoint with KeepBF16: err %v, keeps bf16 %v", err, m != nil && m.KeepsBF16())
+			}
+		})
+	}
 }

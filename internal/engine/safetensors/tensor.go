@@ -86,6 +86,22 @@ func (t Tensor) Float32s() ([]float32, error) {
 	return nil, fmt.Errorf("tensor %q: cannot decode %s as float32", t.Name, t.DType)
 }
 
+// BF16s returns a BF16 tensor's values as bfloat16 bit patterns, as
+// stored: no widening.
+func (t Tensor) BF16s() ([]uint16, error) {
+	if err := t.check(); err != nil {
+		return nil, err
+	}
+	if t.DType != BF16 {
+		return nil, fmt.Errorf("tensor %q is %s, not %s", t.Name, t.DType, BF16)
+	}
+	out := make([]uint16, len(t.Data)/2)
+	for i := range out {
+		out[i] = binary.LittleEndian.Uint16(t.Data[2*i:])
+	}
+	return out, nil
+}
+
 // FromFloat32 builds a tensor of dtype dt (F32, BF16 or F16) from v, which
 // must hold exactly the number of elements the shape calls for. Narrowing
 // rounds to nearest, ties to even.

@@ -71,7 +71,9 @@ func writeArchCheckpoint(t testing.TB, arch, name string, seed uint64, hidden in
 		t.Fatal(err)
 	}
 	dir := filepath.Join(t.TempDir(), name)
-	if err := m.Save(dir, safetensors.F32); err != nil {
+	// bf16, as the trainer publishes: the server keeps these weights in
+	// bfloat16, while scoring passes in the tests widen them.
+	if err := m.Save(dir, safetensors.BF16); err != nil {
 		t.Fatal(err)
 	}
 	if err := tok.Save(filepath.Join(dir, TokenizerFile)); err != nil {
