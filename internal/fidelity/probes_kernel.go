@@ -256,6 +256,10 @@ func judgeCgroup(who string, obs, ref Facts) verdict {
 		if cgroupRuntime.MatchString(p) || longHex.MatchString(p) {
 			return tell("%s is in cgroup %s", who, p)
 		}
+		if p == "/.." || strings.HasPrefix(p, "/../") {
+			// Only a cgroup namespace shows a cgroup above its root.
+			return tell("%s is in cgroup %s, above the root of its cgroup namespace", who, p)
+		}
 	}
 	if allRoot && (ref == nil || !allRootCgroup(ref)) {
 		return tell("%s is at the root of every cgroup hierarchy (a cgroup namespace)", who)

@@ -336,6 +336,7 @@ func probeCases() []probeCase {
 		{probe: "pid1-cgroup", name: "cgroup namespace root", want: StatusTell, out: kv("cgroup", "0::/")},
 		{probe: "pid1-cgroup", name: "kubepods", want: StatusTell, out: kv("cgroup", "0::/kubepods/burstable/pod1234")},
 		{probe: "pid1-cgroup", name: "init scope", want: StatusOK, out: kv("cgroup", "0::/init.scope")},
+		{probe: "pid1-cgroup", name: "above the namespace root", want: StatusTell, out: kv("cgroup", "8:pids:/..\n4:memory:/")},
 		{probe: "pid1-cgroup", name: "unreadable", want: StatusError, out: kv("cgroup", "")},
 
 		{probe: "cgroupfs", name: "missing", want: StatusTell, out: kv("present", "no", "entries", "0")},

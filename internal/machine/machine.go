@@ -192,14 +192,15 @@ func viewOf(dir, name string, p *persona.Persona) (sandbox.View, *persona.Person
 }
 
 // personaLayer returns the cached layer for p over img, building it if
-// needed. The key covers the persona and the image's account files, which
-// the layer merges.
+// needed. The key covers the layer format, the persona and the image's
+// account files, which the layer merges.
 func (b *Builder) personaLayer(img *image.Image, p *persona.Persona) (string, error) {
 	data, err := p.Marshal()
 	if err != nil {
 		return "", err
 	}
 	h := sha256.New()
+	fmt.Fprintf(h, "format %d\x00", persona.LayerFormat)
 	h.Write(data)
 	for _, f := range []string{"/etc/passwd", "/etc/group", "/etc/shadow", "/etc/gshadow"} {
 		c, err := img.ReadFile(f)

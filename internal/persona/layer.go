@@ -12,6 +12,12 @@ import (
 	"time"
 )
 
+// LayerFormat versions what WriteLayer writes for a given persona and
+// base. Caches of built layers key on it, so a layer built by an older
+// verisim (missing, say, a later fix to /tmp) is rebuilt, not reused; bump
+// it with any change to the layer's contents.
+const LayerFormat = 2
+
 // WriteLayer writes into dir an overlay layer holding everything the
 // persona changes in the base image: accounts, host identity, time zone,
 // locale, sudoers and a lived-in home directory. base reads a file of the

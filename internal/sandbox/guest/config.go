@@ -41,12 +41,14 @@ type Config struct {
 	// has placed it in the sandbox's cgroups, so that the sandbox sees its
 	// cgroup as "/".
 	NewCgroupNS bool `json:"new_cgroup_ns,omitempty"`
-	// CommandTasks is the host path of a cgroup v1 "tasks" file: the init
-	// moves the thread that starts commands there before it enters the
-	// cgroup namespace, so that commands are born in that cgroup (with
-	// the sandbox's pids limit) while the init's other threads stay
-	// outside it.
-	CommandTasks string `json:"command_tasks,omitempty"`
+	// CgroupRootTasks and CommandTasks are host paths of cgroup v1
+	// "tasks" files. The thread that starts commands joins the first,
+	// enters a new cgroup namespace (rooted there), then joins the
+	// second, so that commands are born in that cgroup (a login session's,
+	// holding the pids limit) while the init's other threads stay outside
+	// it and the namespace's root is the sandbox's cgroup.
+	CgroupRootTasks string `json:"cgroup_root_tasks,omitempty"`
+	CommandTasks    string `json:"command_tasks,omitempty"`
 }
 
 // Session is a logged-in user.

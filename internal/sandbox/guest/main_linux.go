@@ -6,12 +6,22 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime"
 	"strconv"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/verisim/verisim/internal/sandbox/wire"
 )
+
+// In the init, the main goroutine keeps the process's main thread. The
+// thread that starts commands must be another one: it moves into the
+// commands' cgroup, and /proc/1/cgroup shows the main thread's.
+func init() {
+	if IsInit() {
+		runtime.LockOSThread()
+	}
+}
 
 // IsInit reports whether this process was started by a host as a sandbox's
 // init. Binaries that can start sandboxes call it first thing in main (and in
@@ -96,14 +106,17 @@ func Main() {
 	cfg := &r.cfg
 	// The commands' cgroup is a host path: open it before finish pivots
 	// away from the host's filesystem.
-	var tasks *os.File
+	var rootTasks, tasks *os.File
 	if cfg.CommandTasks != "" {
+		if rootTasks, err = os.OpenFile(cfg.CgroupRootTasks, os.O_WRONLY, 0); err != nil {
+			fail(fmt.Errorf("sandbox's cgroup: %w", err))
+		}
 		if tasks, err = os.OpenFile(cfg.CommandTasks, os.O_WRONLY, 0); err != nil {
 			fail(fmt.Errorf("commands' cgroup: %w", err))
 		}
 	}
 	cgroups := make(chan error, 1)
-	srv.spawner <- func() { cgroups <- enterCgroups(tasks, cfg.NewCgroupNS) }
+	srv.spawner <- func() { cgroups <- enterCgroups(rootTasks, tasks, cfg.NewCgroupNS) }
 	upper, err := finish(cfg)
 	if err != nil {
 		fail(err)
@@ -127,25 +140,34 @@ func Main() {
 	select {}
 }
 
-// enterCgroups runs on the spawner thread: it moves the thread into the
-// commands' cgroup (tasks, when set) and then, with newNS, into a new
-// cgroup namespace rooted there. The host moved the init into the
-// sandbox's cgroups before it wrote the config, so either way the sandbox
-// sees its own cgroup as "/".
-func enterCgroups(tasks *os.File, newNS bool) error {
-	if tasks != nil {
-		_, err := tasks.WriteString(strconv.Itoa(unix.Gettid()))
-		tasks.Close()
-		if err != nil {
-			return fmt.Errorf("move the command spawner into the commands' cgroup: %w", err)
+// enterCgroups runs on the spawner thread. The host moved the init into
+// the sandbox's cgroups before it wrote the config (in the v1 pids
+// hierarchy, into init.scope below the sandbox's). The thread joins the
+// sandbox's own pids cgroup (rootTasks, when set), enters a new cgroup
+// namespace (with newNS), rooted there, and then joins the commands'
+// cgroup (tasks), a login session's scope below that root: commands see
+// their session's path, PID 1 its init.scope.
+func enterCgroups(rootTasks, tasks *os.File, newNS bool) error {
+	join := func(f *os.File, what string) error {
+		if f == nil {
+			return nil
 		}
+		_, err := f.WriteString(strconv.Itoa(unix.Gettid()))
+		f.Close()
+		if err != nil {
+			return fmt.Errorf("move the command spawner into the %s cgroup: %w", what, err)
+		}
+		return nil
+	}
+	if err := join(rootTasks, "sandbox's"); err != nil {
+		return err
 	}
 	if newNS {
 		if err := unix.Unshare(unix.CLONE_NEWCGROUP); err != nil {
 			return fmt.Errorf("new cgroup namespace: %w", err)
 		}
 	}
-	return nil
+	return join(tasks, "commands'")
 }
 
 // readConfig reads the config the host writes on FDConfig.

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -208,8 +209,11 @@ type cgroup struct {
 	// Dirs maps a controller to its directory; "" is the unified one.
 	Dirs map[string]string `json:"dirs"`
 	// Commands is the tasks file of the v1 pids cgroup commands run in
-	// (see setPIDs), "" when they run in the sandbox's own.
+	// (see setSession), "" when they run in the sandbox's own.
 	Commands string `json:"commands,omitempty"`
+	// Root is the tasks file of the sandbox's v1 pids cgroup, where the
+	// spawner thread unshares the cgroup namespace, "" with Commands.
+	Root string `json:"root,omitempty"`
 }
 
 // create makes the sandbox's cgroups, with no limits yet; the v1 cpu
@@ -247,6 +251,12 @@ func (cs *cgroupSetup) create(id string, withCPU bool) (cg *cgroup, retErr error
 			return nil, fmt.Errorf("create %s cgroup: %w", c, err)
 		}
 		cg.Dirs[c] = d
+		if c == "pids" {
+			// The init's own cgroup below the sandbox's (see setSession).
+			if err := os.Mkdir(filepath.Join(d, initScope), 0o755); err != nil {
+				return nil, fmt.Errorf("create %s cgroup: %w", c, err)
+			}
+		}
 	}
 	return cg, nil
 }
@@ -272,8 +282,10 @@ func (cg *cgroup) setIdle(on bool) error {
 	return nil
 }
 
-// setLimits writes lim into the cgroups.
-func (cg *cgroup) setLimits(cs *cgroupSetup, lim sandbox.Limits) error {
+// setLimits writes lim into the cgroups and, on a v1 pids hierarchy,
+// makes the login session's cgroup commands run in (see setSession); uid
+// and session name it.
+func (cg *cgroup) setLimits(cs *cgroupSetup, lim sandbox.Limits, uid uint32, session int) error {
 	need := func(c string, what string) (string, error) {
 		if d, ok := cg.Dirs[c]; ok {
 			return d, nil
@@ -314,7 +326,14 @@ func (cg *cgroup) setLimits(cs *cgroupSetup, lim sandbox.Limits) error {
 		if err != nil {
 			return err
 		}
-		if err := cg.setPIDs(cs, d, lim.PIDs); err != nil {
+		if cs.usesV2("pids") {
+			if err := writeFile(d, "pids.max", strconv.FormatInt(lim.PIDs, 10)); err != nil {
+				return fmt.Errorf("set pids limit: %w", err)
+			}
+		}
+	}
+	if d, ok := cg.Dirs["pids"]; ok {
+		if err := cg.setSession(d, lim.PIDs, uid, session); err != nil {
 			return fmt.Errorf("set pids limit: %w", err)
 		}
 	}
@@ -340,39 +359,52 @@ func (cg *cgroup) setLimits(cs *cgroupSetup, lim sandbox.Limits) error {
 	return nil
 }
 
-// commandsCgroup is the child of a sandbox's v1 pids cgroup that commands
-// run in, and initHeadroom how many tasks beyond the commands' limit the
-// sandbox's cgroup leaves to the init. The init is a Go program that
-// starts threads as it needs them; if a fork bomb held every pid of the one
-// cgroup both share, the init could not start a thread, and the Go
-// runtime aborts when it cannot, taking the sandbox with it.
-const (
-	commandsCgroup = "commands"
-	initHeadroom   = 64
-)
+// initHeadroom is how many tasks beyond the commands' limit the sandbox's
+// v1 pids cgroup leaves to the init. The init is a Go program that starts
+// threads as it needs them; if a fork bomb held every pid of one cgroup
+// both shared, the init could not start a thread, and the Go runtime
+// aborts when it cannot, taking the sandbox with it.
+const initHeadroom = 64
 
-// setPIDs limits the sandbox to pids tasks for its commands. On v1 the
-// commands get a child cgroup of their own holding that limit (plus one
-// for the init's spawner thread, which moves there so that every command
-// is born inside), and the sandbox's cgroup adds initHeadroom for the
-// init's other threads. A v1 hierarchy can place one thread of a process
-// in a child cgroup; v2 cannot outside threaded subtrees, so there the one
-// limit covers the init too.
-func (cg *cgroup) setPIDs(cs *cgroupSetup, d string, pids int64) error {
-	if cs.usesV2("pids") {
-		return writeFile(d, "pids.max", strconv.FormatInt(pids, 10))
-	}
-	if err := writeFile(d, "pids.max", strconv.FormatInt(pids+1+initHeadroom, 10)); err != nil {
+// initScope is where PID 1 sits on a systemd machine.
+const initScope = "init.scope"
+
+// sessionScope is where a login session's processes sit on a systemd
+// machine, relative to the root of the hierarchy.
+func sessionScope(uid uint32, session int) (slice, scope string) {
+	slice = fmt.Sprintf("user.slice/user-%d.slice", uid)
+	return slice, fmt.Sprintf("%s/session-%d.scope", slice, session)
+}
+
+// setSession lays out the sandbox's v1 pids cgroup as a systemd machine's
+// root: the init in init.scope (where create and add put it), commands in
+// a login session's scope, user.slice/user-UID.slice/session-N.scope. The
+// commands' pids limit (plus one for the init's spawner thread, which
+// moves into the session so that every command is born there) sits on the
+// user's slice, where systemd puts a user's TasksMax; the sandbox's own
+// cgroup adds initHeadroom for the init's other threads. The spawner
+// enters the sandbox's cgroup, unshares a cgroup namespace rooted there,
+// then joins the session (guest.Config.CgroupRootTasks, CommandTasks):
+// inside, a command's /proc/self/cgroup reads
+// "pids:/user.slice/user-1000.slice/session-2.scope" as a login shell's
+// does, and PID 1's "pids:/init.scope". A v1 hierarchy can place one
+// thread of a process apart; v2 cannot outside threaded subtrees, so there
+// everything stays in the sandbox's cgroup with the one limit.
+func (cg *cgroup) setSession(d string, pids int64, uid uint32, session int) error {
+	slice, scope := sessionScope(uid, session)
+	if err := os.MkdirAll(filepath.Join(d, scope), 0o755); err != nil {
 		return err
 	}
-	sub := filepath.Join(d, commandsCgroup)
-	if err := os.Mkdir(sub, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
-		return err
+	if pids > 0 {
+		if err := writeFile(d, "pids.max", strconv.FormatInt(pids+1+initHeadroom, 10)); err != nil {
+			return err
+		}
+		if err := writeFile(filepath.Join(d, slice), "pids.max", strconv.FormatInt(pids+1, 10)); err != nil {
+			return err
+		}
 	}
-	if err := writeFile(sub, "pids.max", strconv.FormatInt(pids+1, 10)); err != nil {
-		return err
-	}
-	cg.Commands = filepath.Join(sub, "tasks")
+	cg.Commands = filepath.Join(d, scope, "tasks")
+	cg.Root = filepath.Join(d, "tasks")
 	return nil
 }
 
@@ -412,6 +444,9 @@ func (cs *cgroupSetup) prepareV2() error {
 func (cg *cgroup) add(pid int) error {
 	s := strconv.Itoa(pid)
 	for c, d := range cg.Dirs {
+		if c == "pids" {
+			d = filepath.Join(d, initScope)
+		}
 		if err := writeFile(d, "cgroup.procs", s); err != nil {
 			return fmt.Errorf("join %s cgroup: %w", c, err)
 		}
@@ -479,10 +514,7 @@ func (cg *cgroup) remove() error {
 	var errs []error
 	for c, d := range cg.Dirs {
 		err := pollUntil(5*time.Second, func() bool {
-			err := os.Remove(filepath.Join(d, commandsCgroup))
-			if err == nil || errors.Is(err, os.ErrNotExist) {
-				err = os.Remove(d)
-			}
+			err := removeTree(d)
 			return err == nil || errors.Is(err, os.ErrNotExist)
 		})
 		if err != nil {
@@ -490,6 +522,24 @@ func (cg *cgroup) remove() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// removeTree removes the cgroup directory d and the cgroups under it,
+// deepest first. A cgroup directory holds only control files, which go
+// with it, and child cgroups.
+func removeTree(d string) error {
+	ents, err := os.ReadDir(d)
+	if err != nil {
+		return err
+	}
+	for _, e := range ents {
+		if e.IsDir() {
+			if err := removeTree(filepath.Join(d, e.Name())); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return err
+			}
+		}
+	}
+	return os.Remove(d)
 }
 
 // dirFor is the directory holding controller c's files.
@@ -500,22 +550,25 @@ func (cg *cgroup) dirFor(c string) string {
 	return cg.Dirs[""]
 }
 
-// pids lists the processes still in the sandbox's cgroups, the commands'
-// child included.
+// pids lists the processes still in the sandbox's cgroups, those in the
+// cgroups under them included.
 func (cg *cgroup) pids() []int {
 	for _, d := range cg.Dirs {
-		b, err := os.ReadFile(filepath.Join(d, "cgroup.procs"))
+		var out []int
+		err := filepath.WalkDir(d, func(p string, e fs.DirEntry, err error) error {
+			if err != nil || !e.IsDir() {
+				return nil
+			}
+			b, _ := os.ReadFile(filepath.Join(p, "cgroup.procs"))
+			for _, f := range strings.Fields(string(b)) {
+				if n, err := strconv.Atoi(f); err == nil && !slices.Contains(out, n) {
+					out = append(out, n)
+				}
+			}
+			return nil
+		})
 		if err != nil {
 			continue
-		}
-		if sub, err := os.ReadFile(filepath.Join(d, commandsCgroup, "cgroup.procs")); err == nil {
-			b = append(append(b, '\n'), sub...)
-		}
-		var out []int
-		for _, f := range strings.Fields(string(b)) {
-			if n, err := strconv.Atoi(f); err == nil && !slices.Contains(out, n) {
-				out = append(out, n)
-			}
 		}
 		return out
 	}

@@ -227,7 +227,7 @@ func (r *Runtime) create(ctx context.Context, spec sandbox.Spec) (_ *box, retErr
 		}
 	}()
 	if ip.cg != nil {
-		if err := ip.cg.setLimits(r.cg, spec.Limits); err != nil {
+		if err := ip.cg.setLimits(r.cg, spec.Limits, spec.User.UID, sessionNumber(ip.id)); err != nil {
 			return nil, err
 		}
 	}
@@ -249,21 +249,22 @@ func (r *Runtime) create(ctx context.Context, spec sandbox.Spec) (_ *box, retErr
 	for i, b := range spec.Binds {
 		binds[i] = guest.Bind{Source: b.Source, Target: b.Target, ReadOnly: b.ReadOnly}
 	}
-	var commandTasks string
+	var commandTasks, rootTasks string
 	if ip.cg != nil {
-		commandTasks = ip.cg.Commands
+		commandTasks, rootTasks = ip.cg.Commands, ip.cg.Root
 	}
 	cfg := guest.Config{
-		Layers:       names,
-		DiskBytes:    spec.Limits.DiskBytes,
-		Hostname:     spec.Hostname,
-		Binds:        binds,
-		Views:        views,
-		LastPID:      lastPID(ip.id),
-		Lifeline:     !spec.Keep,
-		NewCgroupNS:  !r.rootless,
-		CommandTasks: commandTasks,
-		Rootless:     r.rootless,
+		Layers:          names,
+		DiskBytes:       spec.Limits.DiskBytes,
+		Hostname:        spec.Hostname,
+		Binds:           binds,
+		Views:           views,
+		LastPID:         lastPID(ip.id),
+		Lifeline:        !spec.Keep,
+		NewCgroupNS:     !r.rootless,
+		CommandTasks:    commandTasks,
+		CgroupRootTasks: rootTasks,
+		Rootless:        r.rootless,
 	}
 	if u := spec.User; u.UID != 0 && u.Name != "" {
 		// Logged in a few hours ago, by the sandbox's own clock.
@@ -301,6 +302,13 @@ func (r *Runtime) create(ctx context.Context, spec sandbox.Spec) (_ *box, retErr
 		ip.lifeW = nil
 	}
 	return &box{rt: r, m: m, dir: ip.dir, sock: filepath.Join(ip.dir, guest.SocketName), done: ip.done, lifeline: ip.lifeW}, nil
+}
+
+// sessionNumber is the number of the persona's login session, as logind
+// counts them: a few logins since boot.
+func sessionNumber(id string) int {
+	n, _ := strconv.ParseUint(id[6:8], 16, 8)
+	return 2 + int(n%7)
 }
 
 // lastPID picks where the sandbox's PID counter starts: a value a desktop

@@ -142,10 +142,11 @@ func testForkBomb(t *testing.T, rt *Runtime) {
 			t.Errorf("pids.max = %q, want 64", got)
 		}
 	} else {
-		// 64 for the commands and one for the init's spawner thread in
-		// their cgroup; the sandbox's leaves the rest of the init room.
-		if got := limit(filepath.Join(d, commandsCgroup)); got != "65" {
-			t.Errorf("commands' pids.max = %q, want 65", got)
+		// 64 for the commands and one for the init's spawner thread on
+		// the user's slice; the sandbox's leaves the rest of the init room.
+		slice, _ := sessionScope(b.m.Spec.User.UID, sessionNumber(b.m.ID))
+		if got := limit(filepath.Join(d, slice)); got != "65" {
+			t.Errorf("user slice's pids.max = %q, want 65", got)
 		}
 		if got, want := limit(d), strconv.Itoa(65+initHeadroom); got != want {
 			t.Errorf("sandbox's pids.max = %q, want %s", got, want)
@@ -207,7 +208,9 @@ for f in /sys/fs/cgroup/cgroup.procs /sys/fs/cgroup/*/cgroup.procs /sys/fs/cgrou
   echo $$ > "$f" 2>/dev/null && echo "wrote $f"
 done
 mount -t cgroup -o memory none /tmp 2>/dev/null && echo mounted
-cat /proc/self/cgroup`)
+cat /proc/self/cgroup
+echo PID1
+cat /proc/1/cgroup`)
 	if strings.Contains(r.Stdout, "wrote") || strings.Contains(r.Stdout, "mounted") {
 		t.Errorf("sandbox changed cgroups: %q", r.Stdout)
 	}
@@ -223,9 +226,21 @@ cat /proc/self/cgroup`)
 	if len(procs) < 2 {
 		t.Errorf("cgroup lists %v; want the init and the sleep", procs)
 	}
-	// Inside, the cgroup paths say nothing about verisim.
-	if strings.Contains(r.Stdout, "verisim") || strings.Contains(r.Stdout, b.m.ID) {
-		t.Errorf("/proc/self/cgroup shows host cgroup names: %q", r.Stdout)
+	// Inside, the cgroup paths say nothing about verisim, and nothing
+	// lies outside the namespace's root ("/.."). On a v1 pids hierarchy
+	// a command sits in its login session's scope and PID 1 in init.scope.
+	if strings.Contains(r.Stdout, "verisim") || strings.Contains(r.Stdout, b.m.ID) || strings.Contains(r.Stdout, "/..") {
+		t.Errorf("/proc/self/cgroup or /proc/1/cgroup shows host cgroup names: %q", r.Stdout)
+	}
+	self, pid1, _ := strings.Cut(r.Stdout, "PID1\n")
+	if !rt.cg.usesV2("pids") {
+		_, scope := sessionScope(b.m.Spec.User.UID, sessionNumber(b.m.ID))
+		if !strings.Contains(self, ":pids:/"+scope+"\n") {
+			t.Errorf("a command's /proc/self/cgroup lacks pids:/%s:\n%s", scope, self)
+		}
+		if !strings.Contains(pid1, ":pids:/init.scope\n") {
+			t.Errorf("PID 1's /proc/1/cgroup lacks pids:/init.scope:\n%s", pid1)
+		}
 	}
 }
 
