@@ -49,6 +49,10 @@ type Config struct {
 	// it and the namespace's root is the sandbox's cgroup.
 	CgroupRootTasks string `json:"cgroup_root_tasks,omitempty"`
 	CommandTasks    string `json:"command_tasks,omitempty"`
+	// CgroupFS names the v1 hierarchies to mount under /sys/fs/cgroup
+	// from inside the cgroup namespace, so that each shows the sandbox's
+	// own cgroup as its root.
+	CgroupFS []string `json:"cgroup_fs,omitempty"`
 }
 
 // Session is a logged-in user.

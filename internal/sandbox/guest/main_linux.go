@@ -116,12 +116,9 @@ func Main() {
 		}
 	}
 	cgroups := make(chan error, 1)
-	srv.spawner <- func() { cgroups <- enterCgroups(rootTasks, tasks, cfg.NewCgroupNS) }
-	upper, err := finish(cfg)
+	srv.spawner <- func() { cgroups <- enterCgroups(rootTasks, tasks, cfg.NewCgroupNS, cfg.CgroupFS) }
+	upper, err := finish(cfg, func() error { return <-cgroups })
 	if err != nil {
-		fail(err)
-	}
-	if err := <-cgroups; err != nil {
 		fail(err)
 	}
 	if !cfg.Lifeline {
@@ -144,10 +141,11 @@ func Main() {
 // the sandbox's cgroups before it wrote the config (in the v1 pids
 // hierarchy, into init.scope below the sandbox's). The thread joins the
 // sandbox's own pids cgroup (rootTasks, when set), enters a new cgroup
-// namespace (with newNS), rooted there, and then joins the commands'
-// cgroup (tasks), a login session's scope below that root: commands see
-// their session's path, PID 1 its init.scope.
-func enterCgroups(rootTasks, tasks *os.File, newNS bool) error {
+// namespace (with newNS), rooted there, mounts the hierarchies named in fs
+// at the staged /sys/fs/cgroup, and then joins the commands' cgroup
+// (tasks), a login session's scope below that root: commands see their
+// session's path, PID 1 its init.scope.
+func enterCgroups(rootTasks, tasks *os.File, newNS bool, fs []string) error {
 	join := func(f *os.File, what string) error {
 		if f == nil {
 			return nil
@@ -165,6 +163,9 @@ func enterCgroups(rootTasks, tasks *os.File, newNS bool) error {
 	if newNS {
 		if err := unix.Unshare(unix.CLONE_NEWCGROUP); err != nil {
 			return fmt.Errorf("new cgroup namespace: %w", err)
+		}
+		if err := mountCgroupFS(fs); err != nil {
+			return err
 		}
 	}
 	return join(tasks, "commands'")

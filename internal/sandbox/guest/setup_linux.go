@@ -20,8 +20,9 @@ import (
 // directories "rw", "root", and "proc", "dev", "sys" and "run" where the
 // system mounts are staged before they are moved into the new root.
 
-// staged are the system mounts prepare makes and finish moves into place.
-var staged = []string{"proc", "dev", "sys", "run"}
+// stagedMounts are the system mounts prepare makes and finish moves into
+// place.
+var stagedMounts = []string{"proc", "dev", "sys", "run"}
 
 // prepare makes mounts private, mounts the writable layer's tmpfs, stages
 // /proc, /dev, /sys and /run, and brings up lo.
@@ -47,9 +48,10 @@ func prepare() error {
 }
 
 // finish builds the root filesystem from cfg, moves the staged mounts into
-// it, pivots into it and sets the machine's identity. It returns the
+// it (once staged returns: other threads may still be adding to them),
+// pivots into it and sets the machine's identity. It returns the
 // descriptor of the writable layer's upper directory.
-func finish(cfg *Config) (upperFD int, err error) {
+func finish(cfg *Config, staged func() error) (upperFD int, err error) {
 	if cfg.DiskBytes > 0 {
 		if err := unix.Mount("", "rw", "", unix.MS_REMOUNT|unix.MS_NODEV, fmt.Sprintf("mode=0755,size=%d", cfg.DiskBytes)); err != nil {
 			return -1, fmt.Errorf("size writable layer: %w", err)
@@ -100,7 +102,10 @@ func finish(cfg *Config) (upperFD int, err error) {
 			return -1, fmt.Errorf("set the PID counter: %w", err)
 		}
 	}
-	for _, d := range staged {
+	if err := staged(); err != nil {
+		return -1, err
+	}
+	for _, d := range stagedMounts {
 		target := filepath.Join("root", d)
 		if err := os.MkdirAll(target, 0o755); err != nil {
 			return -1, err
@@ -336,6 +341,34 @@ func populateDev(dev string) error {
 		if err := unix.Symlink(l[0], filepath.Join(dev, l[1])); err != nil {
 			return fmt.Errorf("link /dev/%s: %w", l[1], err)
 		}
+	}
+	return nil
+}
+
+// mountCgroupFS mounts the sandbox's own cgroup hierarchies at the staged
+// sys/fs/cgroup, as a hybrid machine has them: a read-only tmpfs holding a
+// directory per v1 hierarchy. It must run on a thread in the sandbox's
+// cgroup namespace, which each mount shows as its root.
+func mountCgroupFS(controllers []string) error {
+	if len(controllers) == 0 {
+		return nil
+	}
+	const dir = "sys/fs/cgroup"
+	const flags = unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC
+	if err := unix.Mount("tmpfs", dir, "tmpfs", flags, "mode=755,size=4k"); err != nil {
+		return fmt.Errorf("mount /sys/fs/cgroup: %w", err)
+	}
+	for _, c := range controllers {
+		d := filepath.Join(dir, c)
+		if err := unix.Mkdir(d, 0o555); err != nil {
+			return fmt.Errorf("mount /sys/fs/cgroup/%s: %w", c, err)
+		}
+		if err := unix.Mount("cgroup", d, "cgroup", flags, c); err != nil {
+			return fmt.Errorf("mount /sys/fs/cgroup/%s: %w", c, err)
+		}
+	}
+	if err := unix.Mount("", dir, "", unix.MS_REMOUNT|unix.MS_RDONLY|flags, "mode=755,size=4k"); err != nil {
+		return fmt.Errorf("mount /sys/fs/cgroup read-only: %w", err)
 	}
 	return nil
 }

@@ -250,8 +250,11 @@ func (r *Runtime) create(ctx context.Context, spec sandbox.Spec) (_ *box, retErr
 		binds[i] = guest.Bind{Source: b.Source, Target: b.Target, ReadOnly: b.ReadOnly}
 	}
 	var commandTasks, rootTasks string
-	if ip.cg != nil {
-		commandTasks, rootTasks = ip.cg.Commands, ip.cg.Root
+	var cgroupFS []string
+	if ip.cg != nil && ip.cg.Commands != "" {
+		// Only the pids hierarchy is shown: the memory one would show
+		// a limit that /proc/meminfo, the host's, contradicts.
+		commandTasks, rootTasks, cgroupFS = ip.cg.Commands, ip.cg.Root, []string{"pids"}
 	}
 	cfg := guest.Config{
 		Layers:          names,
@@ -264,6 +267,7 @@ func (r *Runtime) create(ctx context.Context, spec sandbox.Spec) (_ *box, retErr
 		NewCgroupNS:     !r.rootless,
 		CommandTasks:    commandTasks,
 		CgroupRootTasks: rootTasks,
+		CgroupFS:        cgroupFS,
 		Rootless:        r.rootless,
 	}
 	if u := spec.User; u.UID != 0 && u.Name != "" {

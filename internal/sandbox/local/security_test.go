@@ -241,6 +241,11 @@ cat /proc/1/cgroup`)
 		if !strings.Contains(pid1, ":pids:/init.scope\n") {
 			t.Errorf("PID 1's /proc/1/cgroup lacks pids:/init.scope:\n%s", pid1)
 		}
+		// The hierarchy is mounted, rooted at the sandbox's cgroup.
+		ls := sandboxtest.Sh(t, sb, "ls /sys/fs/cgroup; ls -d /sys/fs/cgroup/pids/*.scope /sys/fs/cgroup/pids/*/*.slice")
+		if ls.Stdout != "pids\n/sys/fs/cgroup/pids/init.scope\n/sys/fs/cgroup/pids/user.slice/user-1000.slice\n" {
+			t.Errorf("/sys/fs/cgroup inside: %q", ls.Stdout)
+		}
 	}
 }
 
