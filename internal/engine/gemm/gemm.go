@@ -230,21 +230,29 @@ func (p *problem) runDot(j0, j1 int) {
 					off := (j+min(r, cols-1))*p.ldb + pc
 					br[r] = p.b[off : off+kb]
 				}
-				for i := ic; i < ie; i += 4 {
-					rows := min(4, ie-i)
-					for r := range ar {
-						off := (i+min(r, rows-1))*p.lda + pc
-						ar[r] = p.a[off : off+kb]
-					}
-					p.ks.dot(kb, &ar, &br, &out)
-					for r := range rows {
-						off := (i+r)*p.ldc + j
-						crow := p.c[off : off+cols]
-						for c := range crow {
-							crow[c] += p.alpha * out[r*4+c]
-						}
-					}
-				}
+				p.dotTiles(ic, ie, j, cols, pc, kb, &ar, &br, &out)
+			}
+		}
+	}
+}
+
+// dotTiles adds alpha·A·Bᵀ for rows [ic, ie) of A and the up to four
+// columns from j whose kb-long rows of B (from pc) are br, in 4×4 tiles;
+// edge tiles repeat their last valid row of A. ar and out are the caller's
+// scratch, so that nothing is allocated per tile.
+func (p *problem) dotTiles(ic, ie, j, cols, pc, kb int, ar, br *[4][]float32, out *[16]float32) {
+	for i := ic; i < ie; i += 4 {
+		rows := min(4, ie-i)
+		for r := range ar {
+			off := (i+min(r, rows-1))*p.lda + pc
+			ar[r] = p.a[off : off+kb]
+		}
+		p.ks.dot(kb, ar, br, out)
+		for r := range rows {
+			off := (i+r)*p.ldc + j
+			crow := p.c[off : off+cols]
+			for c := range crow {
+				crow[c] += p.alpha * out[r*4+c]
 			}
 		}
 	}

@@ -99,21 +99,7 @@ func (p *problem) runDotBF16(j0, j1 int) {
 					// Edge tiles repeat the last valid row, as in runDot.
 					br[r] = w[min(r, cols-1)][:kb]
 				}
-				for i := ic; i < ie; i += 4 {
-					rows := min(4, ie-i)
-					for r := range ar {
-						off := (i+min(r, rows-1))*p.lda + pc
-						ar[r] = p.a[off : off+kb]
-					}
-					p.ks.dot(kb, &ar, &br, &out)
-					for r := range rows {
-						off := (i+r)*p.ldc + j
-						crow := p.c[off : off+cols]
-						for c := range crow {
-							crow[c] += p.alpha * out[r*4+c]
-						}
-					}
-				}
+				p.dotTiles(ic, ie, j, cols, pc, kb, &ar, &br, &out)
 			}
 		}
 	}

@@ -2,6 +2,85 @@
 
 #include "textflag.h"
 
+// GEMV8_ROWS sets the row pointers of an 8-row GEMV tile from the first
+// row (R8), the row stride in bytes (BX) and the tile's width (DX):
+// R8..R13, DI, BX, where row r stays at row r-1 when r ≥ cols; then it
+// clears AX (the offset along the rows) and the accumulators Z0-Z7.
+#define GEMV8_ROWS \
+	LEAQ    (R8)(BX*1), R9; \
+	CMPQ    DX, $1; \
+	CMOVQLE R8, R9; \
+	LEAQ    (R9)(BX*1), R10; \
+	CMPQ    DX, $2; \
+	CMOVQLE R9, R10; \
+	LEAQ    (R10)(BX*1), R11; \
+	CMPQ    DX, $3; \
+	CMOVQLE R10, R11; \
+	LEAQ    (R11)(BX*1), R12; \
+	CMPQ    DX, $4; \
+	CMOVQLE R11, R12; \
+	LEAQ    (R12)(BX*1), R13; \
+	CMPQ    DX, $5; \
+	CMOVQLE R12, R13; \
+	LEAQ    (R13)(BX*1), DI; \
+	CMPQ    DX, $6; \
+	CMOVQLE R13, DI; \
+	LEAQ    (DI)(BX*1), AX; \
+	CMPQ    DX, $7; \
+	CMOVQLE DI, AX; \
+	MOVQ    AX, BX; \
+	XORQ    AX, AX; \
+	VPXORD Z0, Z0, Z0; \
+	VPXORD Z1, Z1, Z1; \
+	VPXORD Z2, Z2, Z2; \
+	VPXORD Z3, Z3, Z3; \
+	VPXORD Z4, Z4, Z4; \
+	VPXORD Z5, Z5, Z5; \
+	VPXORD Z6, Z6, Z6; \
+	VPXORD Z7, Z7, Z7
+
+// GEMV8_REDUCE_STORE sums each accumulator Z0-Z7 (16 lanes, 16 → 8 lanes,
+// then a hadd tree that treats every row alike; Y0 ends as rows 0-3, Y4 as
+// 4-7) and adds alpha times the sums to c[0:cols] under a cols-lane mask.
+// It reads the c, cols and alpha arguments the GEMV kernels share.
+#define GEMV8_REDUCE_STORE \
+	VEXTRACTF64X4 $1, Z0, Y16; \
+	VADDPS        Y16, Y0, Y0; \
+	VEXTRACTF64X4 $1, Z1, Y17; \
+	VADDPS        Y17, Y1, Y1; \
+	VEXTRACTF64X4 $1, Z2, Y18; \
+	VADDPS        Y18, Y2, Y2; \
+	VEXTRACTF64X4 $1, Z3, Y19; \
+	VADDPS        Y19, Y3, Y3; \
+	VEXTRACTF64X4 $1, Z4, Y20; \
+	VADDPS        Y20, Y4, Y4; \
+	VEXTRACTF64X4 $1, Z5, Y21; \
+	VADDPS        Y21, Y5, Y5; \
+	VEXTRACTF64X4 $1, Z6, Y22; \
+	VADDPS        Y22, Y6, Y6; \
+	VEXTRACTF64X4 $1, Z7, Y23; \
+	VADDPS        Y23, Y7, Y7; \
+	VHADDPS       Y1, Y0, Y0; \
+	VHADDPS       Y3, Y2, Y2; \
+	VHADDPS       Y5, Y4, Y4; \
+	VHADDPS       Y7, Y6, Y6; \
+	VHADDPS       Y2, Y0, Y0; \
+	VHADDPS       Y6, Y4, Y4; \
+	VPERM2F128    $0x20, Y4, Y0, Y8; \
+	VPERM2F128    $0x31, Y4, Y0, Y9; \
+	VADDPS        Y9, Y8, Y8; \
+	MOVQ         c+40(FP), DI; \
+	MOVQ         cols+48(FP), CX; \
+	MOVQ         $1, DX; \
+	SHLQ         CX, DX; \
+	DECQ         DX; \
+	KMOVW        DX, K2; \
+	VBROADCASTSS alpha+8(FP), Z10; \
+	VMOVUPS.Z    (DI), K2, Z11; \
+	VFMADD231PS  Z8, Z10, Z11; \
+	VMOVUPS      Z11, K2, (DI)
+
+
 // func kernelPacked8x32(kc int, a, b, c *float32, ldc int)
 //
 // C[8×32] += Â·B̂ where Â is a packed 8-row micro-panel (kc groups of 8)
@@ -271,6 +350,7 @@ peakdone:
 	VZEROUPPER
 	RET
 
+
 // func kernelGemv8(k int, alpha float32, a, b *float32, ldb int, c *float32, cols int)
 //
 // c[j] += alpha·Σ_p a[p]·b_j[p] for j < cols (1 ≤ cols ≤ 8, k ≥ 1), where
@@ -288,39 +368,7 @@ TEXT ·kernelGemv8(SB), NOSPLIT, $0-56
 	SHLQ $2, BX
 	MOVQ cols+48(FP), DX
 
-	// Row pointers R8..R13, DI, BX; row r stays at row r-1 when r ≥ cols.
-	LEAQ    (R8)(BX*1), R9
-	CMPQ    DX, $1
-	CMOVQLE R8, R9
-	LEAQ    (R9)(BX*1), R10
-	CMPQ    DX, $2
-	CMOVQLE R9, R10
-	LEAQ    (R10)(BX*1), R11
-	CMPQ    DX, $3
-	CMOVQLE R10, R11
-	LEAQ    (R11)(BX*1), R12
-	CMPQ    DX, $4
-	CMOVQLE R11, R12
-	LEAQ    (R12)(BX*1), R13
-	CMPQ    DX, $5
-	CMOVQLE R12, R13
-	LEAQ    (R13)(BX*1), DI
-	CMPQ    DX, $6
-	CMOVQLE R13, DI
-	LEAQ    (DI)(BX*1), AX
-	CMPQ    DX, $7
-	CMOVQLE DI, AX
-	MOVQ    AX, BX
-	XORQ    AX, AX
-
-	VPXORD Z0, Z0, Z0
-	VPXORD Z1, Z1, Z1
-	VPXORD Z2, Z2, Z2
-	VPXORD Z3, Z3, Z3
-	VPXORD Z4, Z4, Z4
-	VPXORD Z5, Z5, Z5
-	VPXORD Z6, Z6, Z6
-	VPXORD Z7, Z7, Z7
+	GEMV8_ROWS
 
 	CMPQ CX, $16
 	JLT  gemvtail
@@ -366,45 +414,7 @@ gemvtail:
 	VFMADD231PS Z24, Z16, Z7
 
 gemvreduce:
-	// 16 → 8 lanes per row, then a hadd tree that treats every row alike:
-	// Y0 ends as rows 0-3 (low and high 128-bit halves to add), Y4 as 4-7.
-	VEXTRACTF64X4 $1, Z0, Y16
-	VADDPS        Y16, Y0, Y0
-	VEXTRACTF64X4 $1, Z1, Y17
-	VADDPS        Y17, Y1, Y1
-	VEXTRACTF64X4 $1, Z2, Y18
-	VADDPS        Y18, Y2, Y2
-	VEXTRACTF64X4 $1, Z3, Y19
-	VADDPS        Y19, Y3, Y3
-	VEXTRACTF64X4 $1, Z4, Y20
-	VADDPS        Y20, Y4, Y4
-	VEXTRACTF64X4 $1, Z5, Y21
-	VADDPS        Y21, Y5, Y5
-	VEXTRACTF64X4 $1, Z6, Y22
-	VADDPS        Y22, Y6, Y6
-	VEXTRACTF64X4 $1, Z7, Y23
-	VADDPS        Y23, Y7, Y7
-	VHADDPS       Y1, Y0, Y0
-	VHADDPS       Y3, Y2, Y2
-	VHADDPS       Y5, Y4, Y4
-	VHADDPS       Y7, Y6, Y6
-	VHADDPS       Y2, Y0, Y0
-	VHADDPS       Y6, Y4, Y4
-	VPERM2F128    $0x20, Y4, Y0, Y8
-	VPERM2F128    $0x31, Y4, Y0, Y9
-	VADDPS        Y9, Y8, Y8
-
-	// c[j] += alpha·sum[j] under a cols-lane mask.
-	MOVQ         c+40(FP), DI
-	MOVQ         cols+48(FP), CX
-	MOVQ         $1, DX
-	SHLQ         CX, DX
-	DECQ         DX
-	KMOVW        DX, K2
-	VBROADCASTSS alpha+8(FP), Z10
-	VMOVUPS.Z    (DI), K2, Z11
-	VFMADD231PS  Z8, Z10, Z11
-	VMOVUPS      Z11, K2, (DI)
+	GEMV8_REDUCE_STORE
 	VZEROUPPER
 	RET
 
@@ -443,39 +453,7 @@ TEXT ·kernelGemv8BF16(SB), NOSPLIT, $0-56
 	SHLQ $1, BX
 	MOVQ cols+48(FP), DX
 
-	// Row pointers R8..R13, DI, BX; row r stays at row r-1 when r ≥ cols.
-	LEAQ    (R8)(BX*1), R9
-	CMPQ    DX, $1
-	CMOVQLE R8, R9
-	LEAQ    (R9)(BX*1), R10
-	CMPQ    DX, $2
-	CMOVQLE R9, R10
-	LEAQ    (R10)(BX*1), R11
-	CMPQ    DX, $3
-	CMOVQLE R10, R11
-	LEAQ    (R11)(BX*1), R12
-	CMPQ    DX, $4
-	CMOVQLE R11, R12
-	LEAQ    (R12)(BX*1), R13
-	CMPQ    DX, $5
-	CMOVQLE R12, R13
-	LEAQ    (R13)(BX*1), DI
-	CMPQ    DX, $6
-	CMOVQLE R13, DI
-	LEAQ    (DI)(BX*1), AX
-	CMPQ    DX, $7
-	CMOVQLE DI, AX
-	MOVQ    AX, BX
-	XORQ    AX, AX
-
-	VPXORD Z0, Z0, Z0
-	VPXORD Z1, Z1, Z1
-	VPXORD Z2, Z2, Z2
-	VPXORD Z3, Z3, Z3
-	VPXORD Z4, Z4, Z4
-	VPXORD Z5, Z5, Z5
-	VPXORD Z6, Z6, Z6
-	VPXORD Z7, Z7, Z7
+	GEMV8_ROWS
 
 	CMPQ CX, $16
 	JLT  bgemvtail
@@ -513,43 +491,7 @@ bgemvtail:
 	BF16_FMA_TAIL(BX, Y24, Z24, Z7)
 
 bgemvreduce:
-	// Exactly kernelGemv8's reduction and store.
-	VEXTRACTF64X4 $1, Z0, Y16
-	VADDPS        Y16, Y0, Y0
-	VEXTRACTF64X4 $1, Z1, Y17
-	VADDPS        Y17, Y1, Y1
-	VEXTRACTF64X4 $1, Z2, Y18
-	VADDPS        Y18, Y2, Y2
-	VEXTRACTF64X4 $1, Z3, Y19
-	VADDPS        Y19, Y3, Y3
-	VEXTRACTF64X4 $1, Z4, Y20
-	VADDPS        Y20, Y4, Y4
-	VEXTRACTF64X4 $1, Z5, Y21
-	VADDPS        Y21, Y5, Y5
-	VEXTRACTF64X4 $1, Z6, Y22
-	VADDPS        Y22, Y6, Y6
-	VEXTRACTF64X4 $1, Z7, Y23
-	VADDPS        Y23, Y7, Y7
-	VHADDPS       Y1, Y0, Y0
-	VHADDPS       Y3, Y2, Y2
-	VHADDPS       Y5, Y4, Y4
-	VHADDPS       Y7, Y6, Y6
-	VHADDPS       Y2, Y0, Y0
-	VHADDPS       Y6, Y4, Y4
-	VPERM2F128    $0x20, Y4, Y0, Y8
-	VPERM2F128    $0x31, Y4, Y0, Y9
-	VADDPS        Y9, Y8, Y8
-
-	MOVQ         c+40(FP), DI
-	MOVQ         cols+48(FP), CX
-	MOVQ         $1, DX
-	SHLQ         CX, DX
-	DECQ         DX
-	KMOVW        DX, K2
-	VBROADCASTSS alpha+8(FP), Z10
-	VMOVUPS.Z    (DI), K2, Z11
-	VFMADD231PS  Z8, Z10, Z11
-	VMOVUPS      Z11, K2, (DI)
+	GEMV8_REDUCE_STORE
 	VZEROUPPER
 	RET
 

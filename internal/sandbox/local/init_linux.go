@@ -93,18 +93,10 @@ func checkInit(path string) error {
 	}
 	v, ok := strings.CutPrefix(strings.TrimSpace(string(out)), "verisim-init protocol ")
 	if !ok {
-		return fmt.Errorf("%s --protocol printed %q; is it verisim-init?", filepath.Base(path), firstLine(string(out)))
+		return fmt.Errorf("%s --protocol printed %.80q; is it verisim-init?", filepath.Base(path), strings.TrimSpace(string(out)))
 	}
 	if v != strconv.Itoa(guest.Protocol) {
 		return fmt.Errorf("it speaks sandbox protocol %s and this verisim %d; build both from the same source (go build -o DIR ./cmd/verisim ./cmd/verisim-init)", v, guest.Protocol)
 	}
 	return nil
-}
-
-func firstLine(s string) string {
-	s, _, _ = strings.Cut(s, "\n")
-	if len(s) > 80 {
-		s = s[:80] + "…"
-	}
-	return s
 }
