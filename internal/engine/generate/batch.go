@@ -235,20 +235,21 @@ func (b *Batcher) Generate(ctx context.Context, m *model.Model, tok *tokenizer.T
 		}
 		ds[i] = d
 	}
-	if !slices.ContainsFunc(ds, func(d *decoder) bool { return !d.done }) {
+	if !slices.ContainsFunc(ds, func(d *decoder) bool { return !d.done || d.p.PromptLogprobs }) {
 		return results(), nil // max_tokens 0
 	}
 	if err := ctx.Err(); err != nil {
 		return results(), err
 	}
 	cache := m.NewKVCache()
-	logits, err := prefill(m, cache, prompt)
+	all, err := prefill(m, cache, prompt)
 	if err != nil {
 		return results(), err
 	}
 	for _, d := range ds {
-		d.prefilled(cache)
+		d.prefilled(cache, all)
 	}
+	logits := all[len(all)-m.Config.VocabSize:]
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()

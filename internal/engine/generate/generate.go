@@ -31,6 +31,10 @@ type Result struct {
 	FinishReason string
 	// PromptTokens is len(prompt).
 	PromptTokens int
+	// Prompt, with Params.PromptLogprobs, scores prompt tokens 1 to
+	// len(prompt)-1 (the first has nothing before it): Prompt[i-1] is
+	// prompt[i] with its logprob given prompt[:i].
+	Prompt []Token
 	// For a mixture-of-experts model, the experts each position was
 	// routed to, in model.KVCache.Routes' layout (layer·k + j):
 	// PromptRoutes one entry per prompt token, Routes one per completion
@@ -61,18 +65,22 @@ func (e *ContextError) Error() string {
 // sequences of concurrent requests together.
 func Generate(ctx context.Context, m *model.Model, tok *tokenizer.Tokenizer, prompt []int32, p Params, emit func(Token) error) (Result, error) {
 	d, err := newDecoder(m, tok, prompt, p)
-	if err != nil || d.done {
+	if err != nil || d.done && !p.PromptLogprobs {
 		return d.result(), err
 	}
 	if err := ctx.Err(); err != nil {
 		return d.result(), err
 	}
 	cache := m.NewKVCache()
-	logits, err := prefill(m, cache, prompt)
+	all, err := prefill(m, cache, prompt)
 	if err != nil {
 		return d.result(), err
 	}
-	d.prefilled(cache)
+	d.prefilled(cache, all)
+	if d.done {
+		return d.result(), nil // max_tokens 0: the prompt scored
+	}
+	logits := all[len(all)-m.Config.VocabSize:]
 	for {
 		t, err := d.next(logits)
 		if err != nil {
@@ -97,13 +105,13 @@ func Generate(ctx context.Context, m *model.Model, tok *tokenizer.Tokenizer, pro
 }
 
 // prefill runs prompt through m into an empty cache and returns the
-// logits of its last position.
+// logits of every position, len(prompt) rows.
 func prefill(m *model.Model, cache *model.KVCache, prompt []int32) ([]float32, error) {
 	logits, err := m.Forward(cache, prompt, 0)
 	if err != nil {
 		return nil, fmt.Errorf("prefill %d tokens: %w", len(prompt), err)
 	}
-	return logits[len(logits)-m.Config.VocabSize:], nil
+	return logits, nil
 }
 
 // decoder is the state of one sequence being generated, whoever runs the
@@ -119,6 +127,8 @@ type decoder struct {
 	res    Result
 	done   bool
 	moe    bool
+	// promptIDs is the prompt, kept to score it (Params.PromptLogprobs).
+	promptIDs []int32
 }
 
 // newDecoder validates a generation of prompt with p on m. A zero budget
@@ -126,6 +136,9 @@ type decoder struct {
 // decoder that is already done.
 func newDecoder(m *model.Model, tok *tokenizer.Tokenizer, prompt []int32, p Params) (*decoder, error) {
 	d := &decoder{tok: tok, p: p, prompt: len(prompt), moe: m.Config.MoE()}
+	if p.PromptLogprobs {
+		d.promptIDs = prompt
+	}
 	d.res.PromptTokens = len(prompt)
 	if len(prompt) == 0 {
 		return d, fmt.Errorf("%w: empty prompt", ErrParams)
@@ -145,6 +158,9 @@ func newDecoder(m *model.Model, tok *tokenizer.Tokenizer, prompt []int32, p Para
 	d.budget = maxPos - len(prompt)
 	if p.MaxTokens > 0 {
 		d.budget = min(d.budget, p.MaxTokens)
+	}
+	if p.NoCompletion {
+		d.budget = 0
 	}
 	if d.budget == 0 {
 		d.res.FinishReason, d.done = FinishLength, true
@@ -189,10 +205,18 @@ func (d *decoder) pos() int { return d.prompt + len(d.res.Tokens) - 1 }
 func (d *decoder) last() int32 { return d.res.Tokens[len(d.res.Tokens)-1] }
 
 // prefilled records the prompt's routes from cache, which holds just the
-// prompt.
-func (d *decoder) prefilled(cache *model.KVCache) {
+// prompt, and with PromptLogprobs scores the prompt from the prefill's
+// logits (all, one row per prompt position).
+func (d *decoder) prefilled(cache *model.KVCache, all []float32) {
 	if d.moe {
 		d.res.PromptRoutes = cache.Routes(0, d.prompt)
+	}
+	if d.p.PromptLogprobs {
+		V := len(all) / d.prompt
+		d.res.Prompt = make([]Token, 0, d.prompt-1)
+		for i := 1; i < d.prompt; i++ {
+			d.res.Prompt = append(d.res.Prompt, score(all[(i-1)*V:i*V], d.promptIDs[i], d.p))
+		}
 	}
 }
 

@@ -3,6 +3,7 @@ package generate
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -410,5 +411,51 @@ func BenchmarkSample(b *testing.B) {
 	}
 	for b.Loop() {
 		s.Sample(logits)
+	}
+}
+
+// TestPromptLogprobs scores a prompt with NoCompletion (only the prefill),
+// and with a completion, through Generate and a Batcher: each prompt
+// token's logprob and alternatives equal the log-softmax of a separate
+// forward pass's rows, bit for bit.
+func TestPromptLogprobs(t *testing.T) {
+	m, prompt := testModel(t, 64), testPrompt(t)
+	rows := fullLogits(t, m, prompt)
+	check := func(t *testing.T, res Result) {
+		t.Helper()
+		if len(res.Prompt) != len(prompt)-1 {
+			t.Fatalf("%d prompt tokens scored, want %d", len(res.Prompt), len(prompt)-1)
+		}
+		for i, tk := range res.Prompt {
+			lp := model.LogSoftmax(rows[i])
+			if tk.ID != prompt[i+1] || tk.Logprob != lp[prompt[i+1]] {
+				t.Fatalf("prompt token %d: %d %g, want %d %g", i+1, tk.ID, tk.Logprob, prompt[i+1], lp[prompt[i+1]])
+			}
+			if len(tk.Top) != 3 || tk.Top[0].Logprob != slices.Max(lp) {
+				t.Fatalf("prompt token %d: alternatives %+v", i+1, tk.Top)
+			}
+		}
+	}
+	b := runBatcher(t, BatcherOptions{MaxBatch: 4})
+	for _, maxTokens := range []int{0, 4} {
+		p := Params{Temperature: 0, MaxTokens: maxTokens, NoCompletion: maxTokens == 0, Logprobs: true, TopLogprobs: 3, PromptLogprobs: true}
+		t.Run(fmt.Sprintf("max_tokens=%d", maxTokens), func(t *testing.T) {
+			res, err := Generate(t.Context(), m, nil, prompt, p, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			check(t, res)
+			if len(res.Tokens) != maxTokens {
+				t.Errorf("%d tokens generated, want %d", len(res.Tokens), maxTokens)
+			}
+			bres, err := b.Generate(t.Context(), m, nil, prompt, []Params{p, {MaxTokens: maxTokens, NoCompletion: maxTokens == 0}}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			check(t, bres[0])
+			if bres[1].Prompt != nil {
+				t.Error("a choice that did not ask has prompt logprobs")
+			}
+		})
 	}
 }

@@ -33,6 +33,13 @@ type Params struct {
 	// TopLogprobs is how many alternatives each Token carries in Top
 	// (with Logprobs set), at most MaxTopLogprobs.
 	TopLogprobs int
+	// PromptLogprobs asks for Result.Prompt: each prompt token's logprob
+	// given the tokens before it (with TopLogprobs alternatives when
+	// Logprobs is set), from the prefill's own logits.
+	PromptLogprobs bool
+	// NoCompletion generates nothing (an API's max_tokens 0): with
+	// PromptLogprobs the prompt is only scored.
+	NoCompletion bool
 }
 
 // MaxTopLogprobs is the largest TopLogprobs accepted, as in OpenAI's API.
@@ -105,11 +112,16 @@ func NewSampler(p Params) (*Sampler, error) {
 
 // Sample draws one token from logits (one row, vocab wide).
 func (s *Sampler) Sample(logits []float32) Token {
+	return score(logits, s.pick(logits), s.p)
+}
+
+// score is token id with its logprob under logits (one row), and the
+// alternatives p asks for.
+func score(logits []float32, id int32, p Params) Token {
 	lse := logSumExp(logits)
-	id := s.pick(logits)
 	t := Token{ID: id, Logprob: float32(float64(logits[id]) - lse)}
-	if s.p.Logprobs && s.p.TopLogprobs > 0 {
-		t.Top = topAlts(logits, lse, s.p.TopLogprobs)
+	if p.Logprobs && p.TopLogprobs > 0 {
+		t.Top = topAlts(logits, lse, p.TopLogprobs)
 	}
 	return t
 }

@@ -3,6 +3,7 @@ package serve
 import (
 	"fmt"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/verisim/verisim/internal/engine/generate"
@@ -14,11 +15,18 @@ type completionRequest struct {
 	// Logprobs is how many alternatives to return per token; set (even
 	// to 0) it asks for the sampled tokens' logprobs.
 	Logprobs *int `json:"logprobs"`
+	// Echo puts the prompt before each choice's text, and with Logprobs
+	// its tokens before the completion's, each scored given the tokens
+	// before it (the first, with nothing before it, has null). With
+	// max_tokens 0 it scores a text without generating.
+	Echo bool `json:"echo"`
 }
 
+// completionLogprobs is OpenAI's legacy logprobs object. An echoed
+// prompt's first token has a null logprob and null alternatives.
 type completionLogprobs struct {
 	Tokens        []string             `json:"tokens"`
-	TokenLogprobs []float32            `json:"token_logprobs"`
+	TokenLogprobs []*float32           `json:"token_logprobs"`
 	TopLogprobs   []map[string]float32 `json:"top_logprobs"`
 	TextOffset    []int                `json:"text_offset"`
 }
@@ -64,6 +72,10 @@ func (s *Server) completionJob(req *completionRequest) (*job, error) {
 		}
 		p.Logprobs, p.TopLogprobs = true, *req.Logprobs
 	}
+	if req.Echo && req.Stream {
+		return nil, badRequest("echo", "echo is not supported with stream; send the request without stream")
+	}
+	p.PromptLogprobs = req.Echo && p.Logprobs
 	if req.Prompt == nil {
 		return nil, badRequest("prompt", "prompt is required")
 	}
@@ -87,8 +99,9 @@ func (s *Server) completionJob(req *completionRequest) (*job, error) {
 }
 
 // completionLogprobs describes toks, whose text starts at offset off of
-// the completion.
-func (s *Server) completionLogprobs(toks []generate.Token, asIDs bool, off int) *completionLogprobs {
+// the completion. With first set, a token with no logprob comes first:
+// the first token of an echoed prompt.
+func (s *Server) completionLogprobs(toks []generate.Token, asIDs bool, off int, first *int32) *completionLogprobs {
 	out := &completionLogprobs{}
 	name := func(id int32) string {
 		if asIDs {
@@ -96,17 +109,22 @@ func (s *Server) completionLogprobs(toks []generate.Token, asIDs bool, off int) 
 		}
 		return string(s.tokenBytes(id))
 	}
+	add := func(id int32, lp *float32, top map[string]float32) {
+		out.Tokens = append(out.Tokens, name(id))
+		out.TokenLogprobs = append(out.TokenLogprobs, lp)
+		out.TopLogprobs = append(out.TopLogprobs, top)
+		out.TextOffset = append(out.TextOffset, off)
+		off += len(s.tokenBytes(id))
+	}
+	if first != nil {
+		add(*first, nil, nil)
+	}
 	for _, t := range toks {
-		text := string(s.tokenBytes(t.ID))
-		out.Tokens = append(out.Tokens, name(t.ID))
-		out.TokenLogprobs = append(out.TokenLogprobs, t.Logprob)
 		top := make(map[string]float32, len(t.Top))
 		for _, a := range t.Top {
 			top[name(a.ID)] = a.Logprob
 		}
-		out.TopLogprobs = append(out.TopLogprobs, top)
-		out.TextOffset = append(out.TextOffset, off)
-		off += len(text)
+		add(t.ID, &t.Logprob, top)
 	}
 	return out
 }
@@ -143,10 +161,24 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	var echo string
+	if req.Echo {
+		echo = req.Prompt.text
+		if req.Prompt.ids != nil {
+			b, _ := s.tok.Decode(j.prompt)
+			echo = string(b)
+		}
+	}
 	for i, res := range results {
-		c := completionChoice{Index: i, Text: res.Text, FinishReason: res.FinishReason}
+		c := completionChoice{Index: i, Text: echo + res.Text, FinishReason: res.FinishReason}
 		if j.params.Logprobs {
-			c.Logprobs = s.completionLogprobs(toks[i], req.ReturnTokensAsTokenIDs, 0)
+			all := toks[i]
+			var first *int32
+			if req.Echo {
+				first = &j.prompt[0]
+				all = append(slices.Clip(res.Prompt), toks[i]...)
+			}
+			c.Logprobs = s.completionLogprobs(all, req.ReturnTokensAsTokenIDs, 0, first)
 		}
 		if req.ReturnTokenIDs {
 			c.TokenIDs = res.Tokens
@@ -187,7 +219,7 @@ func (s *Server) streamCompletions(w http.ResponseWriter, r *http.Request, req *
 		}
 		pending := streams[i].takePending()
 		if j.params.Logprobs && len(pending) > 0 {
-			c.Logprobs = s.completionLogprobs(pending, req.ReturnTokensAsTokenIDs, offsets[i])
+			c.Logprobs = s.completionLogprobs(pending, req.ReturnTokensAsTokenIDs, offsets[i], nil)
 		}
 		if req.ReturnTokenIDs {
 			for _, t := range pending {

@@ -240,7 +240,7 @@ func TestCompletionsStream(t *testing.T) {
 			a.text.WriteString(ch.Text)
 			a.ids = append(a.ids, ch.TokenIDs...)
 			if ch.Logprobs != nil {
-				a.lps = append(a.lps, ch.Logprobs.TokenLogprobs...)
+				a.lps = append(a.lps, values(ch.Logprobs.TokenLogprobs)...)
 				a.offsets = append(a.offsets, ch.Logprobs.TextOffset...)
 			}
 			if ch.FinishReason != nil {
@@ -256,8 +256,8 @@ func TestCompletionsStream(t *testing.T) {
 		if g.text.String() != want.Text || !slices.Equal(g.ids, want.TokenIDs) || g.finish != want.FinishReason {
 			t.Errorf("choice %d streamed %q %v %s, plain %q %v %s", i, g.text.String(), g.ids, g.finish, want.Text, want.TokenIDs, want.FinishReason)
 		}
-		if !slices.Equal(g.lps, want.Logprobs.TokenLogprobs) || !slices.Equal(g.offsets, want.Logprobs.TextOffset) {
-			t.Errorf("choice %d streamed logprobs %v offsets %v, plain %v %v", i, g.lps, g.offsets, want.Logprobs.TokenLogprobs, want.Logprobs.TextOffset)
+		if !slices.Equal(g.lps, values(want.Logprobs.TokenLogprobs)) || !slices.Equal(g.offsets, want.Logprobs.TextOffset) {
+			t.Errorf("choice %d streamed logprobs %v offsets %v, plain %v %v", i, g.lps, g.offsets, values(want.Logprobs.TokenLogprobs), want.Logprobs.TextOffset)
 		}
 	}
 	if u == nil || *u != plain.Usage {
@@ -447,7 +447,7 @@ func TestServedLogprobsMatchScoring(t *testing.T) {
 		for i, id := range c.TokenIDs {
 			row := len(resp.PromptTokenIDs) + i - 1
 			want := model.LogSoftmax(logits[row*V : (row+1)*V])[id]
-			worst = max(worst, math.Abs(float64(c.Logprobs.TokenLogprobs[i]-want)))
+			worst = max(worst, math.Abs(float64(*c.Logprobs.TokenLogprobs[i]-want)))
 		}
 	}
 	t.Logf("served vs scoring logprobs: max |diff| = %.3g over %d choices", worst, len(resp.Choices))
@@ -500,8 +500,8 @@ func TestRoutedExperts(t *testing.T) {
 		}
 		for i, id := range c.TokenIDs {
 			row := len(resp.PromptTokenIDs) + i - 1
-			if want := model.LogSoftmax(logits[row*V : (row+1)*V])[id]; math.Abs(float64(want-c.Logprobs.TokenLogprobs[i])) > 1e-5 {
-				t.Errorf("choice %d token %d: served logprob %g, replayed scoring %g", c.Index, i, c.Logprobs.TokenLogprobs[i], want)
+			if want := model.LogSoftmax(logits[row*V : (row+1)*V])[id]; math.Abs(float64(want-*c.Logprobs.TokenLogprobs[i])) > 1e-5 {
+				t.Errorf("choice %d token %d: served logprob %g, replayed scoring %g", c.Index, i, *c.Logprobs.TokenLogprobs[i], want)
 			}
 		}
 	}
@@ -538,5 +538,70 @@ func TestRoutedExperts(t *testing.T) {
 	status, _, b := post(t, dense.URL+"/v1/completions", `{"prompt":"a","return_routed_experts":true}`)
 	if status != http.StatusBadRequest || !strings.Contains(string(b), "dense") {
 		t.Errorf("dense model: status %d %s, want 400 naming it dense", status, b)
+	}
+}
+
+// values dereferences a logprobs list that has no nulls (no echoed prompt).
+func values(ps []*float32) []float32 {
+	out := make([]float32, len(ps))
+	for i, p := range ps {
+		out[i] = *p
+	}
+	return out
+}
+
+// TestEcho scores a text through /v1/completions with echo, logprobs and
+// max_tokens 0, as an RL loop scores a sequence under reference weights:
+// the text comes back whole, its first token has null logprob and
+// alternatives, every other token's logprob equals a separate scoring
+// pass's, bit for bit, and offsets run through the text. With a
+// completion, the prompt's tokens come first. Echo with stream is
+// refused.
+func TestEcho(t *testing.T) {
+	_, srv, dir := startServer(t)
+	m, err := model.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const text = "the quick brown fox"
+	var resp completionResponse
+	postOK(t, srv.URL+"/v1/completions", `{"prompt":"`+text+`","max_tokens":0,"echo":true,"logprobs":2,"return_token_ids":true}`, &resp)
+	c := resp.Choices[0]
+	ids := resp.PromptTokenIDs
+	if c.Text != text || len(c.TokenIDs) != 0 || resp.Usage.CompletionTokens != 0 {
+		t.Fatalf("echo with max_tokens 0: text %q, %d tokens generated", c.Text, len(c.TokenIDs))
+	}
+	lp := c.Logprobs
+	if lp == nil || len(lp.Tokens) != len(ids) || lp.TokenLogprobs[0] != nil || lp.TopLogprobs[0] != nil {
+		t.Fatalf("logprobs %+v for %d prompt tokens", lp, len(ids))
+	}
+	V := m.Config.VocabSize
+	logits, err := m.Forward(m.NewKVCache(), ids, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	off := 0
+	for i, id := range ids {
+		if lp.TextOffset[i] != off {
+			t.Errorf("token %d at offset %d, want %d", i, lp.TextOffset[i], off)
+		}
+		off += len(lp.Tokens[i])
+		if i == 0 {
+			continue
+		}
+		want := model.LogSoftmax(logits[(i-1)*V : i*V])[id]
+		if *lp.TokenLogprobs[i] != want || len(lp.TopLogprobs[i]) != 2 {
+			t.Errorf("token %d: logprob %g (%d alternatives), scoring pass %g", i, *lp.TokenLogprobs[i], len(lp.TopLogprobs[i]), want)
+		}
+	}
+
+	var gen completionResponse
+	postOK(t, srv.URL+"/v1/completions", `{"prompt":"`+text+`","max_tokens":4,"echo":true,"logprobs":0,"temperature":0,"return_token_ids":true}`, &gen)
+	g := gen.Choices[0]
+	if !strings.HasPrefix(g.Text, text) || len(g.Logprobs.Tokens) != len(ids)+len(g.TokenIDs) || g.Logprobs.TextOffset[len(ids)] != len(text) {
+		t.Errorf("echo with a completion: text %q, %d logprob entries for %d+%d tokens", g.Text, len(g.Logprobs.Tokens), len(ids), len(g.TokenIDs))
+	}
+	if status, _, b := post(t, srv.URL+"/v1/completions", `{"prompt":"x","echo":true,"stream":true}`); status != http.StatusBadRequest || !strings.Contains(string(b), "echo is not supported with stream") {
+		t.Errorf("echo with stream: %d %s", status, b)
 	}
 }

@@ -79,6 +79,9 @@ func (q *sampling) params(maxN int, maxTokens *int) (generate.Params, int, error
 			return p, 0, badRequest("max_tokens", "max_tokens must be >= 0, got %d", *maxTokens)
 		}
 		p.MaxTokens = *maxTokens
+		// The generate package reads 0 as "until the context is full";
+		// asked for, it means no completion (a scoring request with echo).
+		p.NoCompletion = *maxTokens == 0
 	}
 	p.Stop = q.Stop
 	if err := p.Validate(); err != nil {
