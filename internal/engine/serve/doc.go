@@ -33,7 +33,8 @@
 //   - Metrics go to a registry owned by the Server, never the global one.
 //
 // Defaults that differ from the generate package: temperature defaults to
-// 1 (OpenAI's default), not greedy. Not implemented: echo, best_of,
-// penalties, logit_bias, tool_choice naming a function or "required",
-// response_format, and chunked prefill.
+// 1 (OpenAI's default), not greedy; an explicit max_tokens of 0 means no
+// completion (with echo and logprobs, a scoring request). Not implemented:
+// echo with stream, best_of, penalties, logit_bias, tool_choice naming a
+// function or "required", response_format, and chunked prefill.
 package serve
