@@ -459,3 +459,61 @@ func TestPromptLogprobs(t *testing.T) {
 		})
 	}
 }
+
+// TestLogitBiasAndPenalties checks that logit_bias and the penalties shape
+// what is sampled while the logprobs stay the model's own.
+func TestLogitBiasAndPenalties(t *testing.T) {
+	m, prompt := testModel(t, 64), testPrompt(t)
+	rows := fullLogits(t, m, prompt)
+	best := int32(slices.Index(rows[len(rows)-1], slices.Max(rows[len(rows)-1])))
+	forced := (best + 7) % int32(m.Config.VocabSize)
+
+	// +100 makes a token certain; -100 rules out the argmax.
+	res, err := Generate(t.Context(), m, nil, prompt, Params{Temperature: 1, Seed: seed(1), MaxTokens: 6, LogitBias: map[int32]float32{forced: 100}, Logprobs: true}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seq := slices.Clone(prompt)
+	for i, id := range res.Tokens {
+		if id != forced {
+			t.Fatalf("token %d is %d with logit_bias +100 on %d", i, id, forced)
+		}
+		// The reported logprob is the raw distribution's, not the biased one's.
+		raw := model.LogSoftmax(fullLogits(t, m, seq)[len(seq)-1])[id]
+		if math.Abs(float64(res.Logprobs[i]-raw)) > 1e-5 {
+			t.Fatalf("token %d: logprob %g, raw %g", i, res.Logprobs[i], raw)
+		}
+		seq = append(seq, id)
+	}
+	res, err = Generate(t.Context(), m, nil, prompt, Params{MaxTokens: 1, LogitBias: map[int32]float32{best: -100}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Tokens[0] == best {
+		t.Errorf("greedy picked %d despite logit_bias -100", best)
+	}
+
+	// Greedy decoding of a small model repeats itself; a presence penalty
+	// of 2 (with a bias that makes repeating costly) spreads the tokens.
+	plain, err := Generate(t.Context(), m, nil, prompt, Params{MaxTokens: 24}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pen, err := Generate(t.Context(), m, nil, prompt, Params{MaxTokens: 24, PresencePenalty: 2, FrequencyPenalty: 2}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	distinct := func(ids []int32) int { return len(slices.Compact(slices.Sorted(slices.Values(ids)))) }
+	if distinct(pen.Tokens) < distinct(plain.Tokens) {
+		t.Errorf("penalties gave %d distinct tokens, none gave %d", distinct(pen.Tokens), distinct(plain.Tokens))
+	}
+	t.Logf("distinct tokens in 24: greedy %d, with penalties %d", distinct(plain.Tokens), distinct(pen.Tokens))
+
+	for _, p := range []Params{
+		{PresencePenalty: 2.5}, {FrequencyPenalty: math.NaN()}, {LogitBias: map[int32]float32{3: 101}}, {LogitBias: map[int32]float32{-1: 1}},
+	} {
+		if _, err := Generate(t.Context(), m, nil, prompt, p, nil); !errors.Is(err, ErrParams) {
+			t.Errorf("%+v: err %v, want ErrParams", p, err)
+		}
+	}
+}

@@ -40,7 +40,25 @@ type Params struct {
 	// NoCompletion generates nothing (an API's max_tokens 0): with
 	// PromptLogprobs the prompt is only scored.
 	NoCompletion bool
+
+	// LogitBias is added to the logits of the tokens it names before
+	// sampling (OpenAI's logit_bias; each in [-100, 100]). Bias,
+	// penalties and temperature shape what is sampled; the logprobs
+	// reported are always the model's own (log-softmax of the raw
+	// logits), as vLLM reports them by default.
+	LogitBias map[int32]float32
+	// PresencePenalty is subtracted from the logit of every token the
+	// completion already holds, FrequencyPenalty once per time it does
+	// (OpenAI's; each in [-2, 2]).
+	PresencePenalty, FrequencyPenalty float64
 }
+
+// MaxLogitBias bounds each LogitBias entry, as in OpenAI's API; MaxPenalty
+// bounds the penalties.
+const (
+	MaxLogitBias = 100
+	MaxPenalty   = 2
+)
 
 // MaxTopLogprobs is the largest TopLogprobs accepted, as in OpenAI's API.
 const MaxTopLogprobs = 20
@@ -61,6 +79,15 @@ func (p Params) Validate() error {
 		return fmt.Errorf("%w: max_tokens %d, want >= 0", ErrParams, p.MaxTokens)
 	case p.TopLogprobs < 0 || p.TopLogprobs > MaxTopLogprobs:
 		return fmt.Errorf("%w: top_logprobs %d, want in [0, %d]", ErrParams, p.TopLogprobs, MaxTopLogprobs)
+	case !(math.Abs(p.PresencePenalty) <= MaxPenalty):
+		return fmt.Errorf("%w: presence_penalty %v, want in [-%d, %d]", ErrParams, p.PresencePenalty, MaxPenalty, MaxPenalty)
+	case !(math.Abs(p.FrequencyPenalty) <= MaxPenalty):
+		return fmt.Errorf("%w: frequency_penalty %v, want in [-%d, %d]", ErrParams, p.FrequencyPenalty, MaxPenalty, MaxPenalty)
+	}
+	for id, b := range p.LogitBias {
+		if id < 0 || !(math.Abs(float64(b)) <= MaxLogitBias) {
+			return fmt.Errorf("%w: logit_bias for token %d is %v, want a token id and a bias in [-%d, %d]", ErrParams, id, b, MaxLogitBias, MaxLogitBias)
+		}
 	}
 	for _, s := range p.Stop {
 		if s == "" {
@@ -94,7 +121,10 @@ type Sampler struct {
 	order []int32   // candidate ids, reused across calls
 	probs []float64 // candidate weights, reused across calls
 	keys  []uint32  // sort keys and scratch, reused across calls
-	tmp   []int32
+	row   []float32 // logits shaped by bias and penalties, reused
+	// counts is how often each token was sampled, for the penalties.
+	counts map[int32]int
+	tmp    []int32
 }
 
 // NewSampler returns a sampler for p, which must be valid.
@@ -112,7 +142,32 @@ func NewSampler(p Params) (*Sampler, error) {
 
 // Sample draws one token from logits (one row, vocab wide).
 func (s *Sampler) Sample(logits []float32) Token {
-	return score(logits, s.pick(logits), s.p)
+	t := score(logits, s.pick(s.shaped(logits)), s.p)
+	if s.p.PresencePenalty != 0 || s.p.FrequencyPenalty != 0 {
+		if s.counts == nil {
+			s.counts = map[int32]int{}
+		}
+		s.counts[t.ID]++
+	}
+	return t
+}
+
+// shaped returns logits with the bias and penalties applied, in a scratch
+// row the Sampler owns, or logits itself when there are none.
+func (s *Sampler) shaped(logits []float32) []float32 {
+	if len(s.p.LogitBias) == 0 && len(s.counts) == 0 {
+		return logits
+	}
+	s.row = append(s.row[:0], logits...)
+	for id, b := range s.p.LogitBias {
+		if int(id) < len(s.row) {
+			s.row[id] += b
+		}
+	}
+	for id, n := range s.counts {
+		s.row[id] -= float32(s.p.PresencePenalty + float64(n)*s.p.FrequencyPenalty)
+	}
+	return s.row
 }
 
 // score is token id with its logprob under logits (one row), and the

@@ -201,7 +201,7 @@ func (s *Server) chatJob(req *chatRequest) (*job, bool, error) {
 		return nil, false, err
 	}
 	maxTokens := req.MaxCompletionTokens
-	p, n, err := req.params(s.maxN, maxTokens)
+	p, n, err := req.params(s.maxN, s.tok.VocabSize(), maxTokens)
 	if err != nil {
 		return nil, false, err
 	}

@@ -62,7 +62,7 @@ func (s *Server) completionJob(req *completionRequest) (*job, error) {
 	if err := s.checkModel(req.Model); err != nil {
 		return nil, err
 	}
-	p, n, err := req.params(s.maxN, nil)
+	p, n, err := req.params(s.maxN, s.tok.VocabSize(), nil)
 	if err != nil {
 		return nil, err
 	}

@@ -34,7 +34,8 @@
 //
 // Defaults that differ from the generate package: temperature defaults to
 // 1 (OpenAI's default), not greedy; an explicit max_tokens of 0 means no
-// completion (with echo and logprobs, a scoring request). Not implemented:
-// echo with stream, best_of, penalties, logit_bias, tool_choice naming a
-// function or "required", response_format, and chunked prefill.
+// completion (with echo and logprobs, a scoring request); logit_bias and
+// the presence and frequency penalties shape sampling while logprobs stay
+// the model's own. Not implemented: echo with stream, best_of, tool_choice
+// naming a function or "required", response_format, and chunked prefill.
 package serve

@@ -605,3 +605,32 @@ func TestEcho(t *testing.T) {
 		t.Errorf("echo with stream: %d %s", status, b)
 	}
 }
+
+// TestLogitBiasAndPenalties: logit_bias forces a token through the API,
+// penalties are accepted, and bad values are 400s naming the field.
+func TestLogitBiasAndPenalties(t *testing.T) {
+	_, srv, _ := startServer(t)
+	var resp completionResponse
+	postOK(t, srv.URL+"/v1/completions", `{"prompt":"the quick","max_tokens":5,"temperature":1,"seed":4,"logit_bias":{"65":100},"presence_penalty":0.5,"frequency_penalty":-0.5,"return_token_ids":true}`, &resp)
+	for _, id := range resp.Choices[0].TokenIDs {
+		if id != 65 {
+			t.Fatalf("token ids %v with logit_bias {65: 100}", resp.Choices[0].TokenIDs)
+		}
+	}
+	var chat chatResponse
+	postOK(t, srv.URL+"/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"}],"max_tokens":3,"logit_bias":{"66":100},"return_token_ids":true}`, &chat)
+	if ids := chat.Choices[0].TokenIDs; len(ids) != 3 || ids[0] != 66 {
+		t.Errorf("chat token ids %v with logit_bias {66: 100}", ids)
+	}
+	for _, c := range []struct{ body, want string }{
+		{`{"prompt":"x","logit_bias":{"abc":1}}`, `abc\" is not a token id`},
+		{`{"prompt":"x","logit_bias":{"999999":1}}`, `999999\" is not a token id`},
+		{`{"prompt":"x","logit_bias":{"5":101}}`, "must be between -100 and 100"},
+		{`{"prompt":"x","presence_penalty":3}`, "presence_penalty must be between -2 and 2"},
+		{`{"prompt":"x","frequency_penalty":-2.5}`, "frequency_penalty must be between -2 and 2"},
+	} {
+		if status, _, b := post(t, srv.URL+"/v1/completions", c.body); status != http.StatusBadRequest || !strings.Contains(string(b), c.want) {
+			t.Errorf("%s: %d %s, want 400 with %q", c.body, status, b, c.want)
+		}
+	}
+}

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
 	"net/http"
+	"strconv"
 
 	"github.com/verisim/verisim/internal/engine/generate"
 )
@@ -38,11 +40,17 @@ type sampling struct {
 	// replay for the trainer).
 	ReturnRoutedExperts bool   `json:"return_routed_experts"`
 	User                string `json:"user"`
+	// LogitBias maps token ids (as strings, OpenAI's shape) to a bias
+	// added to their logits before sampling, in [-100, 100].
+	LogitBias        map[string]float64 `json:"logit_bias"`
+	PresencePenalty  *float64           `json:"presence_penalty"`
+	FrequencyPenalty *float64           `json:"frequency_penalty"`
 }
 
 // params turns the shared fields into generate.Params and n, checking
-// ranges; maxTokens overrides MaxTokens when set (max_completion_tokens).
-func (q *sampling) params(maxN int, maxTokens *int) (generate.Params, int, error) {
+// ranges; maxTokens overrides MaxTokens when set (max_completion_tokens);
+// vocab bounds logit_bias's token ids.
+func (q *sampling) params(maxN, vocab int, maxTokens *int) (generate.Params, int, error) {
 	var p generate.Params
 	n := 1
 	if q.N != nil {
@@ -84,6 +92,32 @@ func (q *sampling) params(maxN int, maxTokens *int) (generate.Params, int, error
 		p.NoCompletion = *maxTokens == 0
 	}
 	p.Stop = q.Stop
+	for _, f := range []struct {
+		name string
+		v    *float64
+		to   *float64
+	}{{"presence_penalty", q.PresencePenalty, &p.PresencePenalty}, {"frequency_penalty", q.FrequencyPenalty, &p.FrequencyPenalty}} {
+		if f.v == nil {
+			continue
+		}
+		if !(math.Abs(*f.v) <= generate.MaxPenalty) {
+			return p, 0, badRequest(f.name, "%s must be between -%d and %d, got %v", f.name, generate.MaxPenalty, generate.MaxPenalty, *f.v)
+		}
+		*f.to = *f.v
+	}
+	if len(q.LogitBias) > 0 {
+		p.LogitBias = make(map[int32]float32, len(q.LogitBias))
+		for k, b := range q.LogitBias {
+			id, err := strconv.Atoi(k)
+			if err != nil || id < 0 || id >= vocab {
+				return p, 0, badRequest("logit_bias", "logit_bias key %q is not a token id of this model's vocabulary (0 to %d)", k, vocab-1)
+			}
+			if !(math.Abs(b) <= generate.MaxLogitBias) {
+				return p, 0, badRequest("logit_bias", "logit_bias for token %d must be between -%d and %d, got %v", id, generate.MaxLogitBias, generate.MaxLogitBias, b)
+			}
+			p.LogitBias[int32(id)] = float32(b)
+		}
+	}
 	if err := p.Validate(); err != nil {
 		return p, 0, badRequest("", "%v", err)
 	}
