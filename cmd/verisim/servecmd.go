@@ -19,6 +19,7 @@ func (a *app) serveCmd() *cobra.Command {
 	var (
 		dir, addr, name, version string
 		maxN, maxBatch, port     int
+		prefillChunk             int
 	)
 	c := &cobra.Command{
 		Use:   "serve --model DIR [--addr HOST:PORT | --port N]",
@@ -39,6 +40,9 @@ started with. GET /metrics is Prometheus, GET /health the liveness check.`,
 			if dir == "" {
 				return usageErr("--model DIR is required (see verisim model init)")
 			}
+			if maxBatch < 1 || prefillChunk < 1 {
+				return usageErr("--max-batch %d, --prefill-chunk %d: both must be at least 1", maxBatch, prefillChunk)
+			}
 			if port != 0 {
 				if port < 0 || port > 65535 {
 					return usageErr("--port %d: want 1..65535", port)
@@ -49,7 +53,7 @@ started with. GET /metrics is Prometheus, GET /health the liveness check.`,
 				}
 				addr = net.JoinHostPort(host, strconv.Itoa(port))
 			}
-			srv, err := serve.New(serve.Options{ModelDir: dir, ModelName: name, WeightsVersion: version, MaxN: maxN, MaxBatch: maxBatch, Logger: a.log})
+			srv, err := serve.New(serve.Options{ModelDir: dir, ModelName: name, WeightsVersion: version, MaxN: maxN, MaxBatch: maxBatch, PrefillChunk: prefillChunk, Logger: a.log})
 			if err != nil {
 				return withCode(exitFailure, err)
 			}
@@ -76,6 +80,7 @@ started with. GET /metrics is Prometheus, GET /health the liveness check.`,
 	f.StringVar(&version, "weights-version", "", "version of the weights being served (default: 0)")
 	f.IntVar(&maxN, "max-n", 8, "most samples one request may ask for (n)")
 	f.IntVar(&maxBatch, "max-batch", 32, "most sequences decoded together in one step")
+	f.IntVar(&prefillChunk, "prefill-chunk", 256, "most prompt tokens one step prefills alongside the sequences it decodes")
 	return c
 }
 

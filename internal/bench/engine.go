@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/verisim/verisim/internal/engine/generate"
@@ -45,11 +46,16 @@ type engineResult struct {
 	params int64
 	// decode and decodeProfile are keyed by weights ("fp32", "bf16")
 	// and batch size.
-	decode                   map[string]map[int]float64 // tokens/s
-	decodeProfile            map[string]map[int]model.ProfileReport
-	ttft, prefill, reload    time.Duration
-	reloadLoad               time.Duration
-	sampleMicros             float64
+	decode                map[string]map[int]float64 // tokens/s
+	decodeProfile         map[string]map[int]model.ProfileReport
+	ttft, prefill, reload time.Duration
+	reloadLoad            time.Duration
+	sampleMicros          float64
+	// stall is the longest pause between a decoding stream's tokens while
+	// another request's prompt is prefilled, and promptTTFT that prompt's
+	// time to first token, keyed by prefill chunk (0: the whole prompt in
+	// one step).
+	stall, promptTTFT        map[int]time.Duration
 	prefillProfile           model.ProfileReport
 	loadedVersion, servedVer string
 }
@@ -120,6 +126,15 @@ func Engine(ctx context.Context, o EngineOptions) (*Table, error) {
 			}
 		}
 		r.sampleMicros = sampleCost(o.Vocab)
+		r.stall, r.promptTTFT = map[int]time.Duration{}, map[int]time.Duration{}
+		for _, chunk := range []int{256, 0} {
+			progress("%s: a %d-token prefill beside a decoding stream, prefill chunk %d", size, o.Prompt, chunk)
+			stall, ttft, err := prefillStall(ctx, m, o.Prompt, chunk)
+			if err != nil {
+				return nil, err
+			}
+			r.stall[chunk], r.promptTTFT[chunk] = stall, ttft
+		}
 		progress("%s: time to first token, %d-token prompt", size, o.Prompt)
 		if err := serveTimings(ctx, r, m, tok, filepath.Join(o.Dir, size), o.Prompt); err != nil {
 			return nil, err
@@ -172,6 +187,70 @@ func decodeRate(m *model.Model, batch, steps int) (float64, model.ProfileReport,
 		}
 	}
 	return float64(steps*batch) / time.Since(start).Seconds(), prof.Report(), nil
+}
+
+// prefillStall runs one stream decoding through a Batcher with the given
+// prefill chunk (0: the whole prompt in one step), sends a prompt tokens
+// long once the stream is under way, and returns the longest pause
+// between the stream's tokens while that prompt was prefilled and the
+// prompt's time to first token.
+func prefillStall(ctx context.Context, m *model.Model, prompt, chunk int) (stall, ttft time.Duration, err error) {
+	if chunk == 0 {
+		chunk = prompt
+	}
+	b := generate.NewBatcher(generate.BatcherOptions{PrefillChunk: chunk})
+	ctx, cancel := context.WithCancel(ctx)
+	loop := make(chan error, 1)
+	go func() { loop <- b.Run(ctx) }()
+	defer func() { cancel(); <-loop }()
+	rng := rand.New(rand.NewPCG(11, 11))
+	ids := func(n int) []int32 {
+		out := make([]int32, n)
+		for i := range out {
+			out[i] = int32(rng.IntN(m.Config.VocabSize))
+		}
+		return out
+	}
+	long, short := ids(prompt), ids(16)
+	var mu sync.Mutex
+	var stamps []time.Time
+	started := make(chan struct{})
+	streamDone := make(chan error, 1)
+	streamCtx, stopStream := context.WithCancel(ctx)
+	defer stopStream()
+	go func() {
+		_, err := b.Generate(streamCtx, m, nil, short, []generate.Params{{MaxTokens: m.Config.MaxPositionEmbeddings - 16}}, func(_ int, _ generate.Token) error {
+			mu.Lock()
+			stamps = append(stamps, time.Now())
+			if len(stamps) == 4 {
+				close(started)
+			}
+			mu.Unlock()
+			return nil
+		})
+		streamDone <- err
+	}()
+	select {
+	case <-started:
+	case err := <-streamDone:
+		return 0, 0, fmt.Errorf("decoding stream: %v", err)
+	}
+	start := time.Now()
+	if _, err := b.Generate(ctx, m, nil, long, []generate.Params{{MaxTokens: 1}}, nil); err != nil {
+		return 0, 0, err
+	}
+	end := time.Now()
+	ttft = end.Sub(start)
+	stopStream()
+	<-streamDone
+	mu.Lock()
+	defer mu.Unlock()
+	for i := 1; i < len(stamps); i++ {
+		if stamps[i].After(start) && stamps[i-1].Before(end) {
+			stall = max(stall, stamps[i].Sub(stamps[i-1]))
+		}
+	}
+	return stall, ttft, nil
 }
 
 // sampleCost is the time to sample one token from a row of logits with
@@ -318,6 +397,14 @@ func engineTable(o EngineOptions, results map[string]*engineResult) *Table {
 	row("  of which prefill (in-process)", func(r *engineResult) string { return secs(r.prefill) })
 	row("  prefill: matmul / attention / other", func(r *engineResult) string { return r.prefillProfile.Split() })
 	row("  HTTP, tokenizer check, sampling (the rest)", func(r *engineResult) string { return secs(max(0, r.ttft-r.prefill)) })
+	for _, chunk := range []int{256, 0} {
+		name := "chunks of 256"
+		if chunk == 0 {
+			name = "whole"
+		}
+		row(fmt.Sprintf("a %d-token prefill (%s) beside a decoding stream: stream's longest pause", o.Prompt, name), func(r *engineResult) string { return secs(r.stall[chunk]) })
+		row("  … the prompt's time to first token", func(r *engineResult) string { return secs(r.promptTTFT[chunk]) })
+	}
 	row("reload → first token on new weights (bf16)", func(r *engineResult) string { return secs(r.reload) })
 	row("  of which /admin/reload", func(r *engineResult) string { return secs(r.reloadLoad) })
 	row("  version served after reload", func(r *engineResult) string { return r.servedVer })

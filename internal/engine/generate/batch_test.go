@@ -32,12 +32,20 @@ func runBatcher(t *testing.T, opts BatcherOptions) *Batcher {
 // choices, concurrently through a Batcher with a small MaxBatch (so
 // sequences also take turns) and checks that every choice's tokens,
 // logprobs and text equal Generate's for the same params, and that steps
-// really decoded several sequences at once.
+// really decoded several sequences at once. With a prefill chunk of 3
+// tokens, every prompt is prefilled over several steps that also decode
+// other requests' sequences.
 func TestBatcherMatchesGenerate(t *testing.T) {
+	for _, chunk := range []int{0, 3} {
+		t.Run(fmt.Sprintf("prefill_chunk=%d", chunk), func(t *testing.T) { testBatcherMatchesGenerate(t, chunk) })
+	}
+}
+
+func testBatcherMatchesGenerate(t *testing.T, prefillChunk int) {
 	m, tok := testModel(t, 256), testTokenizer(t)
 	var mu sync.Mutex
 	maxBatch := 0
-	b := runBatcher(t, BatcherOptions{MaxBatch: 4, Observe: func(batch, active int) {
+	b := runBatcher(t, BatcherOptions{MaxBatch: 4, PrefillChunk: prefillChunk, Observe: func(batch, active int) {
 		mu.Lock()
 		maxBatch = max(maxBatch, batch)
 		mu.Unlock()

@@ -415,9 +415,9 @@ func BenchmarkSample(b *testing.B) {
 }
 
 // TestPromptLogprobs scores a prompt with NoCompletion (only the prefill),
-// and with a completion, through Generate and a Batcher: each prompt
-// token's logprob and alternatives equal the log-softmax of a separate
-// forward pass's rows, bit for bit.
+// and with a completion, through Generate and a Batcher that prefills 3
+// tokens a step: each prompt token's logprob and alternatives equal the
+// log-softmax of a separate, whole forward pass's rows, bit for bit.
 func TestPromptLogprobs(t *testing.T) {
 	m, prompt := testModel(t, 64), testPrompt(t)
 	rows := fullLogits(t, m, prompt)
@@ -436,7 +436,10 @@ func TestPromptLogprobs(t *testing.T) {
 			}
 		}
 	}
-	b := runBatcher(t, BatcherOptions{MaxBatch: 4})
+	if len(prompt) < 8 {
+		t.Fatalf("prompt of %d tokens: too short to prefill in chunks", len(prompt))
+	}
+	b := runBatcher(t, BatcherOptions{MaxBatch: 4, PrefillChunk: 3})
 	for _, maxTokens := range []int{0, 4} {
 		p := Params{Temperature: 0, MaxTokens: maxTokens, NoCompletion: maxTokens == 0, Logprobs: true, TopLogprobs: 3, PromptLogprobs: true}
 		t.Run(fmt.Sprintf("max_tokens=%d", maxTokens), func(t *testing.T) {

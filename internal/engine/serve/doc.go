@@ -37,5 +37,5 @@
 // completion (with echo and logprobs, a scoring request); logit_bias and
 // the presence and frequency penalties shape sampling while logprobs stay
 // the model's own. Not implemented: echo with stream, best_of, tool_choice
-// naming a function or "required", response_format, and chunked prefill.
+// naming a function or "required", and response_format.
 package serve

@@ -52,6 +52,9 @@ type Options struct {
 	// MaxBatch is the most sequences one decode step runs together;
 	// default 32.
 	MaxBatch int
+	// PrefillChunk is the most prompt tokens one decode step prefills
+	// alongside its sequences (generate.BatcherOptions); default 256.
+	PrefillChunk int
 	// Logger receives one line per failed request and per reload; default
 	// discards.
 	Logger *slog.Logger
@@ -122,7 +125,7 @@ func New(opts Options) (*Server, error) {
 		tok:  tok,
 		met:  newMetrics(),
 	}
-	s.batch = generate.NewBatcher(generate.BatcherOptions{MaxBatch: opts.MaxBatch, Observe: func(batch, active int) {
+	s.batch = generate.NewBatcher(generate.BatcherOptions{MaxBatch: opts.MaxBatch, PrefillChunk: opts.PrefillChunk, Observe: func(batch, active int) {
 		if batch > 0 {
 			s.met.batchSize.Observe(float64(batch))
 		}
