@@ -70,7 +70,15 @@ func BenchmarkSgemm(b *testing.B) {
 		{"naive", 1, 4, func(c []float32, o *operands, m, n, k int) { naiveSgemmT(c, o.a, o.bt, m, n, k) }},
 	}
 	for _, m := range []int{1, 7, 32, 128} {
-		for _, nk := range [][2]int{{256, 256}, {768, 256}, {256, 768}, {1024, 1024}, {3072, 1024}, {1024, 3072}, {8192, 256}, {4096, 4096}} {
+		// The tiny preset's projections and LM head (hidden 256,
+		// intermediate 768, vocabulary 8192), the small preset's (hidden
+		// 768, intermediate 2048; its kv projection is 256×768, as tiny's
+		// down projection), then larger generic shapes no preset uses.
+		for _, nk := range [][2]int{
+			{256, 256}, {768, 256}, {256, 768}, {8192, 256},
+			{768, 768}, {2048, 768}, {768, 2048}, {8192, 768},
+			{1024, 1024}, {3072, 1024}, {1024, 3072}, {4096, 4096},
+		} {
 			n, k := nk[0], nk[1]
 			o := &operands{a: randSlice(r, m*k), bh: make([]uint16, n*k)}
 			// B is the same bf16-representable matrix in both storages.
