@@ -53,6 +53,11 @@ func testRuntimeWarm(t testing.TB, warm int) *Runtime {
 		}
 		// Nothing of the runtime's may be left: no run directory, no
 		// cgroup, no init.
+		for c, base := range rt.cg.allBases() {
+			if _, err := os.Stat(base); err == nil {
+				t.Errorf("%s cgroup %s left after close", c, base)
+			}
+		}
 		if ents, _ := os.ReadDir(run); len(ents) > 1 {
 			var names []string
 			for _, e := range ents {

@@ -388,9 +388,19 @@ func (r *Runtime) refill() {
 	}()
 }
 
-// Close stops the warm pool and kills the inits waiting in it. Sandboxes
-// already created are not affected.
+// Close stops the warm pool and kills the inits waiting in it, and removes
+// the cgroups sandboxes of this run directory nest under if none is left
+// in them. Sandboxes already created are not affected.
 func (r *Runtime) Close(ctx context.Context) error {
+	defer func() {
+		// Each run directory has its own parent cgroup (cgroupParent);
+		// one left empty would stay behind for every run directory ever
+		// used. A runtime sharing it that creates a sandbox next makes
+		// it again.
+		for _, base := range r.cg.allBases() {
+			_ = os.Remove(base)
+		}
+	}()
 	if r.pool == nil {
 		return nil
 	}
