@@ -216,6 +216,19 @@ type problem struct {
 // runDot handles A·Bᵀ straight from the caller's rows: 4×4 tiles of dot
 // products along k, with edge tiles repeating their last valid row.
 func (p *problem) runDot(j0, j1 int) {
+	p.dotLoop(j0, j1, func(j, cols, pc, kb int, br *[4][]float32) {
+		for r := range br {
+			off := (j+min(r, cols-1))*p.ldb + pc
+			br[r] = p.b[off : off+kb]
+		}
+	})
+}
+
+// dotLoop runs the dot path's blocking over columns [j0, j1): for each k
+// block, each block of rows of A and each group of up to four columns,
+// rowsOfB points br at those columns' kb-long rows of B from pc (the last
+// repeated for an edge group), and dotTiles multiplies.
+func (p *problem) dotLoop(j0, j1 int, rowsOfB func(j, cols, pc, kb int, br *[4][]float32)) {
 	var (
 		out    [16]float32
 		ar, br [4][]float32
@@ -226,10 +239,7 @@ func (p *problem) runDot(j0, j1 int) {
 			ie := min(ic+mcDot, p.m)
 			for j := j0; j < j1; j += 4 {
 				cols := min(4, j1-j)
-				for r := range br {
-					off := (j+min(r, cols-1))*p.ldb + pc
-					br[r] = p.b[off : off+kb]
-				}
+				rowsOfB(j, cols, pc, kb, &br)
 				p.dotTiles(ic, ie, j, cols, pc, kb, &ar, &br, &out)
 			}
 		}

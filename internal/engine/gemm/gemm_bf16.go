@@ -81,26 +81,14 @@ var dotScratches = sync.Pool{New: func() any { return new(dotScratch) }}
 func (p *problem) runDotBF16(j0, j1 int) {
 	w := dotScratches.Get().(*dotScratch)
 	defer dotScratches.Put(w)
-	var (
-		out    [16]float32
-		ar, br [4][]float32
-	)
-	for pc := 0; pc < p.k; pc += kcDot {
-		kb := min(kcDot, p.k-pc)
-		for ic := 0; ic < p.m; ic += mcDot {
-			ie := min(ic+mcDot, p.m)
-			for j := j0; j < j1; j += 4 {
-				cols := min(4, j1-j)
-				for r := range cols {
-					off := (j+r)*p.ldb + pc
-					p.ks.widen(w[r][:kb], p.bh[off:off+kb])
-				}
-				for r := range br {
-					// Edge tiles repeat the last valid row, as in runDot.
-					br[r] = w[min(r, cols-1)][:kb]
-				}
-				p.dotTiles(ic, ie, j, cols, pc, kb, &ar, &br, &out)
-			}
+	p.dotLoop(j0, j1, func(j, cols, pc, kb int, br *[4][]float32) {
+		for r := range cols {
+			off := (j+r)*p.ldb + pc
+			p.ks.widen(w[r][:kb], p.bh[off:off+kb])
 		}
-	}
+		for r := range br {
+			// Edge tiles repeat the last valid row, as in runDot.
+			br[r] = w[min(r, cols-1)][:kb]
+		}
+	})
 }
