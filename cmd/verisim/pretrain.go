@@ -2,11 +2,10 @@ package main
 
 import (
 	"os"
-	"path/filepath"
-	"runtime"
 
 	"github.com/spf13/cobra"
 
+	"github.com/verisim/verisim/internal/engine/tokenizer"
 	"github.com/verisim/verisim/internal/train/data"
 	"github.com/verisim/verisim/internal/train/run"
 )
@@ -42,7 +41,7 @@ the last completed step before exiting.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if o.CorpusDir == "" {
-				o.CorpusDir = filepath.Join(runtime.GOROOT(), "src")
+				o.CorpusDir = tokenizer.GoSource()
 			}
 			o.Schedule = optim.schedule()
 			o.Progress, o.IsTerminal = os.Stderr, stderrIsTerminal()

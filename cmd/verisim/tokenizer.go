@@ -3,8 +3,6 @@ package main
 import (
 	"fmt"
 	"os"
-	"path/filepath"
-	"runtime"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -48,7 +46,7 @@ special tokens (<|endoftext|>, <|im_start|>, <|im_end|>, <tool_call>,
 				return usageErr("--vocab %d: it must exceed the 256 byte symbols and the special tokens", vocab)
 			}
 			if corpus == "" {
-				corpus = filepath.Join(runtime.GOROOT(), "src")
+				corpus = tokenizer.GoSource()
 			}
 			if fi, err := os.Stat(corpus); err != nil || !fi.IsDir() {
 				return usageErr("--corpus %s is not a directory", corpus)

@@ -55,9 +55,9 @@ type engineResult struct {
 	// another request's prompt is prefilled, and promptTTFT that prompt's
 	// time to first token, keyed by prefill chunk (0: the whole prompt in
 	// one step).
-	stall, promptTTFT        map[int]time.Duration
-	prefillProfile           model.ProfileReport
-	loadedVersion, servedVer string
+	stall, promptTTFT map[int]time.Duration
+	prefillProfile    model.ProfileReport
+	servedVer         string
 }
 
 // Engine measures the built-in engine on randomly initialised models of

@@ -122,7 +122,7 @@ func (a *archive) index() error {
 		}
 		name := path.Clean("/" + hdr.Name)[1:]
 		switch hdr.Typeflag {
-		case tar.TypeReg, tar.TypeRegA:
+		case tar.TypeReg: // the reader reports old-style regular files (TypeRegA) as TypeReg
 			off, err := a.f.Seek(0, io.SeekCurrent)
 			if err != nil {
 				return err

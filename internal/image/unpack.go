@@ -205,7 +205,7 @@ func (w *layerWriter) apply(hdr *tar.Header, tr *tar.Reader) error {
 				return err
 			}
 		}
-	case tar.TypeReg, tar.TypeRegA:
+	case tar.TypeReg: // the reader reports old-style regular files (TypeRegA) as TypeReg
 		if err := removeAll(target); err != nil {
 			return err
 		}

@@ -34,7 +34,7 @@ func TestScore(t *testing.T) {
 		{name: "not graded", res: nil, reward: 0, parts: map[string]float64{"tests": 0}},
 		{
 			name: "flags once per name, listed zero means none", res: passed, flags: flagged, s: penalties,
-			reward: 1 - 1 - 0.2, parts: map[string]float64{"tests": 1, "flag.test_tampering": -1, "flag.network_attempt": -0.2},
+			reward: -0.2 /* tests 1, flags -1 and -0.2 */, parts: map[string]float64{"tests": 1, "flag.test_tampering": -1, "flag.network_attempt": -0.2},
 		},
 		{
 			name: "length", res: passed, turns: 12, s: Shaping{LengthPenalty: 0.01, FreeTurns: 10},

@@ -135,7 +135,6 @@ type episodeScript struct {
 	mu    sync.Mutex
 	order []string
 	next  int
-	of    map[string]string // instruction+first reply id → behaviour
 }
 
 func (s *episodeScript) reply(_ context.Context, req policy.Request) (policy.Message, error) {

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -65,7 +66,7 @@ func TestRoundTrip(t *testing.T) {
 	odd.Metadata = map[string]string{"": "empty key", "k": ""}
 	odd.Flags = []Flag{}
 	odd.Turns = []Turn{{Index: 0, Messages: []Message{{Role: "assistant"}}, Observations: []Observation{{Tool: "x", ExitCode: intp(137)}}}}
-	odd.Reward = -0.0
+	odd.Reward = math.Copysign(0, -1)
 
 	big := example()
 	big.Turns[0].PromptTokenIDs = make([]int32, 300_000) // a line far over bufio's default 64 KiB

@@ -3,7 +3,6 @@ package tokenizer
 import (
 	"os"
 	"path/filepath"
-	"runtime"
 	"testing"
 	"time"
 )
@@ -12,7 +11,7 @@ import (
 func goSource(b *testing.B, n int) []byte {
 	b.Helper()
 	var out []byte
-	root := filepath.Join(runtime.GOROOT(), "src", "net", "http")
+	root := filepath.Join(GoSource(), "net", "http")
 	ents, err := os.ReadDir(root)
 	if err != nil {
 		b.Skipf("no Go source at %s: %v", root, err)

@@ -8,7 +8,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -255,7 +254,7 @@ var (
 func goTokenizer(t testing.TB) *Tokenizer {
 	t.Helper()
 	goTokOnce.Do(func() {
-		goTok, goTokErr = TrainOnDir(context.Background(), filepath.Join(runtime.GOROOT(), "src", "strings"), nil, 1500, DefaultSpecial(), 256<<10)
+		goTok, goTokErr = TrainOnDir(context.Background(), filepath.Join(GoSource(), "strings"), nil, 1500, DefaultSpecial(), 256<<10)
 	})
 	if goTokErr != nil {
 		t.Fatal(goTokErr)
@@ -329,7 +328,7 @@ func TestSaveLoad(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	src, err := os.ReadFile(filepath.Join(runtime.GOROOT(), "src", "bytes", "bytes.go"))
+	src, err := os.ReadFile(filepath.Join(GoSource(), "bytes", "bytes.go"))
 	if err != nil {
 		t.Fatal(err)
 	}

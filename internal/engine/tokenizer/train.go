@@ -8,6 +8,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -35,13 +36,27 @@ func Train(ctx context.Context, r io.Reader, vocabSize int, special []string) (*
 	return tr.train(ctx)
 }
 
+// GoSource is the source of the local Go installation's standard library,
+// the default corpus: GOROOT/src of the go command on PATH ("go env
+// GOROOT"), or of the toolchain this binary was built with when there is
+// no go command, which is only right on the machine that built it.
+func GoSource() string {
+	if out, err := exec.Command("go", "env", "GOROOT").Output(); err == nil {
+		if root := strings.TrimSpace(string(out)); root != "" {
+			return filepath.Join(root, "src")
+		}
+	}
+	//lint:ignore SA1019 the fallback the doc comment names
+	return filepath.Join(runtime.GOROOT(), "src")
+}
+
 // TrainOnDir is Train over the files under dir whose names end in one of
 // exts (default ".go"), read in lexical path order, up to maxBytes in all
 // (0 for no limit; the last file is cut short). An empty dir means the Go
-// standard library source, runtime.GOROOT()/src.
+// standard library source, GoSource().
 func TrainOnDir(ctx context.Context, dir string, exts []string, vocabSize int, special []string, maxBytes int64) (*Tokenizer, error) {
 	if dir == "" {
-		dir = filepath.Join(runtime.GOROOT(), "src")
+		dir = GoSource()
 	}
 	if len(exts) == 0 {
 		exts = []string{".go"}

@@ -6,7 +6,6 @@ import (
 	"go/format"
 	"go/parser"
 	"go/token"
-	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -221,6 +220,3 @@ func (m *module) occurrences(s string) int {
 	}
 	return n
 }
-
-// pkgOf is the package directory of a module-relative file path.
-func pkgOf(rel string) string { return path.Dir(rel) }

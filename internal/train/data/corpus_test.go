@@ -5,7 +5,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -219,7 +218,7 @@ func TestUnigramCrossEntropy(t *testing.T) {
 // BenchmarkOpenCorpus tokenises the local Go installation's source tree
 // (capped by -benchtime=1x and the file cap below); it reports tokens/s.
 func BenchmarkOpenCorpus(b *testing.B) {
-	dir := filepath.Join(runtime.GOROOT(), "src")
+	dir := tokenizer.GoSource()
 	if _, err := os.Stat(dir); err != nil {
 		b.Skip("no Go source tree at", dir)
 	}
