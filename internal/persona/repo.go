@@ -302,7 +302,10 @@ func (p *Persona) planClone(s *source, now time.Time) clonePlan {
 	var points []int // indices into s.chain, oldest first
 	if eligible >= 2 {
 		hi := min(eligible-1, 60)
-		pulls := r.IntN(min(4, hi) + 1)
+		// At least one pull: a checkout only ever cloned has every file
+		// stamped in the same second, which is what an extracted archive
+		// looks like; someone working in a repository has pulled since.
+		pulls := 1 + r.IntN(min(4, hi))
 		chosen := r.Perm(hi)[:pulls]
 		for _, c := range chosen {
 			points = append(points, c+1)

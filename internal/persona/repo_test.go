@@ -441,3 +441,34 @@ func TestPlaceRepoErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestPlaceRepoPulled checks, over many seeds, that a repository with
+// history to pull from never comes out as a checkout only ever cloned,
+// every file stamped in the same second (what the fidelity audit's
+// repo-mtimes probe reads as an extracted archive).
+func TestPlaceRepoPulled(t *testing.T) {
+	requireGit(t)
+	r := makeRepo(t, 3)
+	for seed := range uint64(16) {
+		p := testPersona()
+		p.Seed = seed + 1
+		_, clone := placeTestRepo(t, r, p)
+		mtimes := map[int64]bool{}
+		filepath.WalkDir(clone, func(path string, d fs.DirEntry, err error) error {
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d.Name() == ".git" {
+				return filepath.SkipDir
+			}
+			if d.Type().IsRegular() {
+				fi, _ := d.Info()
+				mtimes[fi.ModTime().Unix()] = true
+			}
+			return nil
+		})
+		if len(mtimes) < 2 {
+			t.Errorf("seed %d: every file of the clone has the same mtime", p.Seed)
+		}
+	}
+}
