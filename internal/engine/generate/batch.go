@@ -28,11 +28,12 @@ type BatcherOptions struct {
 	// prefills is not observed.
 	Observe func(batch, active int)
 	// PrefillChunk is the most prompt tokens one step takes from a
-	// prompt waiting to be prefilled; default 256. Prompts are prefilled
-	// by the decode loop, a chunk per step alongside the active
-	// sequences' tokens, so that a long prompt delays each of their tokens
-	// by a chunk's worth of work, not by its whole prefill, and the two
-	// never compete for the CPUs.
+	// prompt waiting to be prefilled while sequences are decoding; default
+	// 256. Prompts are prefilled by the decode loop, a chunk per step
+	// alongside the active sequences' tokens, so that a long prompt delays
+	// each of their tokens by a chunk's worth of work, not by its whole
+	// prefill, and the two never compete for the CPUs. With nothing
+	// decoding, the rest of a prompt goes in one step.
 	PrefillChunk int
 }
 
@@ -259,8 +260,11 @@ func (b *Batcher) decode(m *model.Model, chunk []*batchSeq, pre *prefillJob, act
 		// product of at most two rows takes the GEMV path, whose sums
 		// round differently, and a prompt's logits should not depend on
 		// how it was cut.
+		// With no sequence decoding, no one waits on this step: the
+		// rest of the prompt goes at once (chunks cost a long prompt up
+		// to a tenth more).
 		n := b.opts.PrefillChunk
-		if len(pre.prompt)-pre.next-n <= 2 {
+		if active == 0 || len(pre.prompt)-pre.next-n <= 2 {
 			n = len(pre.prompt) - pre.next
 		}
 		preTokens = pre.prompt[pre.next : pre.next+n]

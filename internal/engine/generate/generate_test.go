@@ -416,8 +416,9 @@ func BenchmarkSample(b *testing.B) {
 
 // TestPromptLogprobs scores a prompt with NoCompletion (only the prefill),
 // and with a completion, through Generate and a Batcher that prefills 3
-// tokens a step: each prompt token's logprob and alternatives equal the
-// log-softmax of a separate, whole forward pass's rows, bit for bit.
+// tokens a step beside a decoding stream: each prompt token's logprob and
+// alternatives equal the log-softmax of a separate, whole forward pass's
+// rows, bit for bit.
 func TestPromptLogprobs(t *testing.T) {
 	m, prompt := testModel(t, 64), testPrompt(t)
 	rows := fullLogits(t, m, prompt)
@@ -440,6 +441,24 @@ func TestPromptLogprobs(t *testing.T) {
 		t.Fatalf("prompt of %d tokens: too short to prefill in chunks", len(prompt))
 	}
 	b := runBatcher(t, BatcherOptions{MaxBatch: 4, PrefillChunk: 3})
+	// A stream decoding throughout, so that the Batcher prefills in
+	// chunks (with nothing decoding it takes a prompt whole).
+	streamCtx, stopStream := context.WithCancel(t.Context())
+	streaming := make(chan struct{})
+	streamDone := make(chan struct{})
+	go func() {
+		defer close(streamDone)
+		first := true
+		b.Generate(streamCtx, m, nil, prompt[:2], []Params{{}}, func(int, Token) error {
+			if first {
+				close(streaming)
+				first = false
+			}
+			return nil
+		})
+	}()
+	<-streaming
+	defer func() { stopStream(); <-streamDone }()
 	for _, maxTokens := range []int{0, 4} {
 		p := Params{Temperature: 0, MaxTokens: maxTokens, NoCompletion: maxTokens == 0, Logprobs: true, TopLogprobs: 3, PromptLogprobs: true}
 		t.Run(fmt.Sprintf("max_tokens=%d", maxTokens), func(t *testing.T) {
