@@ -15,6 +15,7 @@ ps procps
 bash bash
 make make
 /usr/bin/python3 python3
+newuidmap uidmap
 '
 
 missing=''

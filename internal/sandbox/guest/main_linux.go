@@ -8,6 +8,7 @@ import (
 	"os/signal"
 	"runtime"
 	"strconv"
+	"strings"
 
 	"golang.org/x/sys/unix"
 
@@ -74,9 +75,15 @@ func Main() {
 	}()
 
 	// The host started the init in its run directory. Until the config
-	// arrives, do what needs no config.
-	if err := prepare(); err != nil {
-		fail(err)
+	// arrives, do what needs no config. A rootless init whose id maps the
+	// host writes with newuidmap starts unmapped and may not create a file
+	// until they exist; the host writes them before the config, so such
+	// an init prepares once the config is in.
+	mapped := idsMapped()
+	if mapped {
+		if err := prepare(); err != nil {
+			fail(err)
+		}
 	}
 	// Reaping must be in place before the first child can exit, and no
 	// command starts before the server does.
@@ -102,6 +109,11 @@ func Main() {
 	r := <-configReady
 	if r.err != nil {
 		fail(r.err)
+	}
+	if !mapped {
+		if err := prepare(); err != nil {
+			fail(err)
+		}
 	}
 	cfg := &r.cfg
 	// The commands' cgroup is a host path: open it before finish pivots
@@ -169,6 +181,15 @@ func enterCgroups(rootTasks, tasks *os.File, newNS bool, fs []string) error {
 		}
 	}
 	return join(tasks, "commands'")
+}
+
+// idsMapped reports whether the init's user namespace has its id maps:
+// always, but in a rootless sandbox whose maps the host writes with
+// newuidmap and then newgidmap while the init starts. The gid map is
+// written last, so it tells whether both are there.
+func idsMapped() bool {
+	b, err := os.ReadFile("/proc/self/gid_map")
+	return err != nil || len(strings.TrimSpace(string(b))) > 0
 }
 
 // readConfig reads the config the host writes on FDConfig.

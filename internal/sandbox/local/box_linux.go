@@ -253,8 +253,9 @@ func (b *box) execRequest(cmd *sandbox.Cmd) *wire.Request {
 		dir = u.Home
 	}
 	req := &wire.Request{Op: wire.OpExec, Args: cmd.Args, Env: env, Dir: dir, UID: u.UID, GID: u.GID, Groups: u.Groups}
-	if b.rt.rootless {
-		// Only the user's own ids are mapped into a rootless sandbox.
+	if b.rt.rootless && b.rt.subids == nil {
+		// Only the user's own ids are mapped into a rootless sandbox
+		// without subordinate ranges.
 		req.Groups = nil
 	}
 	if cmd.Timeout > 0 {

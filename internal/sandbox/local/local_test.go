@@ -232,17 +232,55 @@ func TestRootless(t *testing.T) {
 	if err := os.WriteFile(bin, data, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bin, "-test.run", "^TestRootlessHelper$", "-test.v")
-	cmd.Env = []string{"VERISIM_ROOTLESS_TEST=1", "PATH=/usr/bin:/bin", "TMPDIR=/tmp", "HOME=/tmp"}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
-	out, err := cmd.CombinedOutput()
-	t.Logf("%s", out)
-	if err != nil {
-		t.Fatalf("rootless conformance run: %v", err)
+	run := func(t *testing.T, cmd *exec.Cmd) {
+		t.Helper()
+		out, err := cmd.CombinedOutput()
+		t.Logf("%s", out)
+		if err != nil {
+			t.Fatalf("rootless conformance run: %v", err)
+		}
+		if !strings.Contains(string(out), "--- PASS: TestRootlessHelper") {
+			t.Fatal("the rootless run did not pass")
+		}
 	}
-	if !strings.Contains(string(out), "--- PASS: TestRootlessHelper") {
-		t.Fatal("the rootless run did not pass")
-	}
+	env := []string{"PATH=/usr/bin:/bin", "TMPDIR=/tmp", "HOME=/tmp"}
+
+	// The host has no subordinate ids for nobody: one id each way.
+	t.Run("single id", func(t *testing.T) {
+		cmd := exec.Command(bin, "-test.run", "^TestRootlessHelper$", "-test.v")
+		cmd.Env = append(env, "VERISIM_ROOTLESS_TEST=1")
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+		run(t, cmd)
+	})
+
+	// With ranges in /etc/subuid and /etc/subgid (seen only by this run,
+	// bound over the host's in a mount namespace of its own) and
+	// newuidmap/newgidmap, a whole range is mapped.
+	t.Run("subordinate ids", func(t *testing.T) {
+		for _, c := range []string{"newuidmap", "newgidmap", "unshare", "setpriv"} {
+			if _, err := exec.LookPath(c); err != nil {
+				t.Skipf("needs %s (Debian: uidmap, util-linux; scripts/test.sh installs them)", c)
+			}
+		}
+		ranges := filepath.Join(dir, "subids")
+		if err := os.WriteFile(ranges, []byte("nobody:100000:65536\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range []string{"/etc/subuid", "/etc/subgid"} {
+			if _, err := os.Stat(f); os.IsNotExist(err) {
+				// A mount point for the bind; empty, as the host had none.
+				if err := os.WriteFile(f, nil, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { os.Remove(f) })
+			}
+		}
+		script := `mount --bind "$1" /etc/subuid && mount --bind "$1" /etc/subgid && shift && exec setpriv --reuid=65534 --regid=65534 --clear-groups "$@"`
+		cmd := exec.Command("unshare", "-m", "--propagation", "private", "sh", "-c", script, "sh", ranges,
+			"env", "VERISIM_ROOTLESS_TEST=subids", "PATH=/usr/bin:/bin", "TMPDIR=/tmp", "HOME=/tmp",
+			bin, "-test.run", "^TestRootlessHelper$", "-test.v")
+		run(t, cmd)
+	})
 }
 
 // TestRootlessHelper is what TestRootless runs as nobody.
@@ -273,6 +311,34 @@ func TestRootlessHelper(t *testing.T) {
 		want := "CapPrm:\t0000000000000000\nCapEff:\t0000000000000000\nCapAmb:\t0000000000000000\n1000\n"
 		if r.Stdout != want {
 			t.Errorf("got %q, want %q", r.Stdout, want)
+		}
+	})
+	t.Run("ids", func(t *testing.T) {
+		sb := sandboxtest.New(t, sandboxtest.Harness{Runtime: rt, Spec: func(t *testing.T) sandbox.Spec {
+			s := testSpec(t)
+			s.Limits = sandbox.Limits{DiskBytes: 64 << 20}
+			s.User.Groups = []uint32{5}
+			return s
+		}})
+		r := sandboxtest.Sh(t, sb, "wc -l < /proc/self/uid_map; id -G")
+		var out bytes.Buffer
+		_, rootErr := sb.Run(t.Context(), sandbox.Cmd{Args: []string{"sh", "-c", "id -u; touch /tmp/r; stat -c %u /tmp/r"}, User: &sandbox.User{Name: "root", UID: 0, GID: 0, Home: "/root"}, Stdout: &out})
+		if os.Getenv("VERISIM_ROOTLESS_TEST") != "subids" {
+			if rt.subids != nil {
+				t.Fatal("subordinate ids in use without ranges")
+			}
+			if r.Stdout != "1\n1000\n" || rootErr == nil {
+				t.Errorf("single-id map: %q, running as root: %v", r.Stdout, rootErr)
+			}
+			return
+		}
+		if rt.subids == nil {
+			t.Fatal("the ranges were not found")
+		}
+		// The user's own id, the ids below it, the ids above it; the
+		// user's groups; root inside (not on the host) owns its files.
+		if r.Stdout != "3\n1000 5\n" || rootErr != nil || out.String() != "0\n0\n" {
+			t.Errorf("subordinate ids: %q; as root: %q, %v", r.Stdout, out.String(), rootErr)
 		}
 	})
 	t.Run("limits need root", func(t *testing.T) {

@@ -66,6 +66,9 @@ type Runtime struct {
 	// rootless is set when verisim is not root: sandboxes get a user
 	// namespace mapping the sandbox's user to the caller and no cgroups.
 	rootless bool
+	// subids, when rootless and the user has subordinate ranges, map a
+	// whole range of ids instead of the user's alone.
+	subids *subIDs
 
 	pool       chan *initProc
 	poolMu     sync.Mutex
@@ -122,6 +125,11 @@ func New(opts Options) (*Runtime, error) {
 		return nil, err
 	}
 	r := &Runtime{state: opts.StateDir, run: opts.RunDir, log: log, cg: cg, initPath: initPath, initTarget: initTarget, rootless: rootless}
+	if rootless {
+		if r.subids = findSubIDs(); r.subids == nil {
+			log.Info("rootless: no newuidmap/newgidmap or no /etc/subuid and /etc/subgid ranges; sandboxes map the caller's ids alone")
+		}
+	}
 	if opts.Warm > 0 {
 		r.pool = make(chan *initProc, opts.Warm)
 		for range opts.Warm {
@@ -276,6 +284,10 @@ func (r *Runtime) create(ctx context.Context, spec sandbox.Spec) (_ *box, retErr
 	}
 	b, _ := json.Marshal(cfg)
 	if _, err := ip.cfgW.Write(b); err != nil {
+		// The init is gone; its status line says why, if it got to say.
+		if _, serr := readStatus(ctx, ip.statR); serr != nil {
+			return nil, serr
+		}
 		return nil, fmt.Errorf("configure sandbox init: %w", err)
 	}
 	ip.cfgW.Close()
@@ -482,15 +494,22 @@ func (r *Runtime) startInit(idle, withCPU bool, u sandbox.User) (_ *initProc, re
 		},
 	}
 	if r.rootless {
-		// One id each way: the sandbox's user is the caller.
 		a := ip.cmd.SysProcAttr
 		a.Cloneflags |= unix.CLONE_NEWUSER
-		a.UidMappings = []syscall.SysProcIDMap{{ContainerID: int(u.UID), HostID: os.Geteuid(), Size: 1}}
-		a.GidMappings = []syscall.SysProcIDMap{{ContainerID: int(u.GID), HostID: os.Getegid(), Size: 1}}
 		// The init is not uid 0 in its namespace, so exec would drop the
 		// capabilities it needs to build the sandbox; ambient ones survive.
 		// It clears them before starting any command.
 		a.AmbientCaps = []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_NET_ADMIN, unix.CAP_CHOWN, unix.CAP_DAC_OVERRIDE, unix.CAP_FOWNER, unix.CAP_SYS_CHROOT}
+		if r.subids == nil {
+			// One id each way: the sandbox's user is the caller.
+			a.UidMappings = []syscall.SysProcIDMap{{ContainerID: int(u.UID), HostID: os.Geteuid(), Size: 1}}
+			a.GidMappings = []syscall.SysProcIDMap{{ContainerID: int(u.GID), HostID: os.Getegid(), Size: 1}}
+		} else {
+			// The maps are written by newuidmap and newgidmap once the
+			// init runs (it waits for them before touching a file); the
+			// init then also switches to the other users it maps.
+			a.AmbientCaps = append(a.AmbientCaps, unix.CAP_SETUID, unix.CAP_SETGID)
+		}
 	}
 	if err := ip.cmd.Start(); err != nil {
 		ip.cmd = nil
@@ -498,6 +517,11 @@ func (r *Runtime) startInit(idle, withCPU bool, u sandbox.User) (_ *initProc, re
 	}
 	ip.done = make(chan struct{})
 	go func() { _ = ip.cmd.Wait(); close(ip.done) }()
+	if r.rootless && r.subids != nil {
+		if err := r.subids.apply(ip.cmd.Process.Pid, u.UID, u.GID); err != nil {
+			return nil, err
+		}
+	}
 
 	var cg *cgroup
 	if r.cg != nil {
