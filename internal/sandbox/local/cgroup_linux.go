@@ -554,6 +554,9 @@ func (cg *cgroup) dirFor(c string) string {
 // cgroups under them included.
 func (cg *cgroup) pids() []int {
 	for _, d := range cg.Dirs {
+		if _, err := os.Stat(d); err != nil {
+			continue
+		}
 		var out []int
 		err := filepath.WalkDir(d, func(p string, e fs.DirEntry, err error) error {
 			if err != nil || !e.IsDir() {
