@@ -2,6 +2,7 @@ package run
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -17,27 +18,34 @@ const TokenizerFile = "tokenizer.json"
 // tokenizer is nil when dir has none. It refuses a tokenizer whose
 // vocabulary the model cannot embed. Its errors wrap ErrUsage.
 func LoadModel(dir string) (*model.Model, *tokenizer.Tokenizer, error) {
-	return loadModel(dir, false)
+	m, tok, _, err := loadModel(dir, false)
+	return m, tok, err
 }
 
-func loadModel(dir string, needTokenizer bool) (*model.Model, *tokenizer.Tokenizer, error) {
+// loadModel is LoadModel that also returns tokenizer.json as read, for the
+// checkpoints a run writes, and with needTokenizer refuses a directory
+// without one.
+func loadModel(dir string, needTokenizer bool) (*model.Model, *tokenizer.Tokenizer, []byte, error) {
 	m, err := model.Load(dir)
 	if err != nil {
-		return nil, nil, usageErr("--model: %v", err)
+		return nil, nil, nil, usageErr("--model: %v", err)
 	}
-	tok, err := tokenizer.Load(filepath.Join(dir, TokenizerFile))
+	path := filepath.Join(dir, TokenizerFile)
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) && !needTokenizer {
+		return m, nil, nil, nil
+	}
+	var tok *tokenizer.Tokenizer
+	if err == nil {
+		if tok, err = tokenizer.Parse(data); err != nil {
+			err = fmt.Errorf("load tokenizer %s: %w", path, err)
+		}
+	}
 	switch {
-	case errors.Is(err, fs.ErrNotExist) && !needTokenizer:
-		return m, nil, nil
 	case err != nil:
-		return nil, nil, usageErr("--model: %v (the model directory needs its tokenizer.json)", err)
+		return nil, nil, nil, usageErr("--model: %v (the model directory needs its tokenizer.json)", err)
 	case tok.VocabSize() > m.Config.VocabSize:
-		return nil, nil, usageErr("--model: tokenizer.json has %d tokens but the model's vocabulary is %d", tok.VocabSize(), m.Config.VocabSize)
+		return nil, nil, nil, usageErr("--model: tokenizer.json has %d tokens but the model's vocabulary is %d", tok.VocabSize(), m.Config.VocabSize)
 	}
-	return m, tok, nil
-}
-
-// readTokenizerJSON reads the tokenizer.json of model directory dir.
-func readTokenizerJSON(dir string) ([]byte, error) {
-	return os.ReadFile(filepath.Join(dir, TokenizerFile))
+	return m, tok, data, nil
 }

@@ -79,11 +79,7 @@ func Pretrain(ctx context.Context, o PretrainOptions) (*Summary, error) {
 	if o.Progress == nil {
 		o.Progress = io.Discard
 	}
-	m, tok, err := loadModel(o.ModelDir, true)
-	if err != nil {
-		return nil, err
-	}
-	tokJSON, err := readTokenizerJSON(o.ModelDir)
+	m, tok, tokJSON, err := loadModel(o.ModelDir, true)
 	if err != nil {
 		return nil, err
 	}

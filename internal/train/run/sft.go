@@ -83,11 +83,7 @@ func SFT(ctx context.Context, o SFTOptions) (*SFTSummary, error) {
 	if o.Progress == nil {
 		o.Progress = io.Discard
 	}
-	m, tok, err := loadModel(o.ModelDir, true)
-	if err != nil {
-		return nil, err
-	}
-	tokJSON, err := readTokenizerJSON(o.ModelDir)
+	m, tok, tokJSON, err := loadModel(o.ModelDir, true)
 	if err != nil {
 		return nil, err
 	}
