@@ -419,7 +419,7 @@ func (b *Builtin) mergeCall() error {
 		return nil
 	}
 	b.parallel(func(c chunk, _ int) {
-		addTo((*b.gradT[c.p].data)[c.lo:c.hi], (*b.callT[c.p].data)[c.lo:c.hi])
+		model.AddTo((*b.gradT[c.p].data)[c.lo:c.hi], (*b.callT[c.p].data)[c.lo:c.hi])
 	})
 	b.gradSqValid = false
 	return nil

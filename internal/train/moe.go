@@ -62,19 +62,7 @@ func (n *network) moeForward(l *model.Layer, a *layerActs, li int, routes [][]in
 		model.Route(m.experts[t*k:(t+1)*k], m.weights[t*k:(t+1)*k], m.logits[t*E:(t+1)*E], given)
 	}
 
-	// Counting sort of the slots by expert.
-	clear(m.start)
-	for _, e := range m.experts {
-		m.start[e+1]++
-	}
-	for e := range E {
-		m.start[e+1] += m.start[e]
-	}
-	copy(s.next, m.start[:E])
-	for slot, e := range m.experts {
-		m.order[s.next[e]] = int32(slot)
-		s.next[e]++
-	}
+	model.GroupByExpert(m.experts, m.start, s.next, m.order)
 	n.gatherRows(m, a.h2, H, k)
 	for e := range E {
 		p0, p1 := m.start[e], m.start[e+1]
@@ -152,7 +140,7 @@ func (n *network) moeBackward(l, g *model.Layer, a *layerActs, dy []float32, T, 
 	mm.linearBackward(dh, dl, a.h2, l.Router, g.Router, nil, T, E, H, false)
 	for p, slot := range m.order {
 		t := int(slot) / k
-		addTo(dh[t*H:(t+1)*H], s.drows[p*H:(p+1)*H])
+		model.AddTo(dh[t*H:(t+1)*H], s.drows[p*H:(p+1)*H])
 	}
 }
 

@@ -120,7 +120,7 @@ func (n *network) forward(w *model.Model, tokens []int32, routes [][]int32) {
 		mm.attention(n.attnShape(T), a.att, a.q, a.k, a.v, n.scores, a.rowMax, a.rowInv)
 		mm.linear(n.tmp, a.att, l.O, l.OBias, T, H, qDim)
 		copy(a.xMid, a.xIn)
-		addTo(a.xMid, n.tmp)
+		model.AddTo(a.xMid, n.tmp)
 
 		rmsNorm(a.h2, a.xMid, l.PostNorm, a.r2, eps)
 		next := n.xF
@@ -129,7 +129,7 @@ func (n *network) forward(w *model.Model, tokens []int32, routes [][]int32) {
 		}
 		n.mlpForward(l, a, li, routes, T, H, I)
 		copy(next, a.xMid)
-		addTo(next, n.tmp)
+		model.AddTo(next, n.tmp)
 	}
 	rmsNorm(n.hF, n.xF, w.Norm, n.rF, eps)
 	if T > 1 {
@@ -202,7 +202,7 @@ func (n *network) backward(w, g *model.Model, tokens []int32) []float32 {
 		rmsNormBackward(dx, dh, a.xIn, l.InputNorm, a.r1, gl.InputNorm)
 	}
 	for t, tok := range tokens {
-		addTo(g.Embed[int(tok)*H:(int(tok)+1)*H], dx[t*H:(t+1)*H])
+		model.AddTo(g.Embed[int(tok)*H:(int(tok)+1)*H], dx[t*H:(t+1)*H])
 	}
 	return dx
 }

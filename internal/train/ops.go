@@ -31,7 +31,7 @@ func (mm *matmul) sgemm(transA, transB bool, m, n, k int, alpha float32, a []flo
 // linear sets y[rows, out] = x[rows, in]·wᵀ (+ b), w stored [out, in].
 func (mm *matmul) linear(y, x, w, b []float32, rows, out, in int) {
 	mm.sgemm(false, true, rows, out, in, 1, x, in, w, in, 0, y, out)
-	addBias(y, b)
+	model.AddBias(y, b)
 }
 
 // linearBackward is the backward pass of linear for the output gradient
@@ -214,22 +214,6 @@ func swiGLUBackward(dgate, dup, dact, gate, up []float32) {
 	}
 }
 
-// addBias adds b to every row of x; a nil b adds nothing.
-func addBias(x, b []float32) {
-	if b == nil {
-		return
-	}
-	for r := 0; r < len(x); r += len(b) {
-		addTo(x[r:r+len(b)], b)
-	}
-}
-
-func addTo(dst, src []float32) {
-	for i, v := range src {
-		dst[i] += v
-	}
-}
-
 // colSum adds the column sums of x (rows of len(dst)) to dst; a nil dst
 // adds nothing.
 func colSum(dst, x []float32) {
@@ -237,7 +221,7 @@ func colSum(dst, x []float32) {
 		return
 	}
 	for r := 0; r < len(x); r += len(dst) {
-		addTo(dst, x[r:r+len(dst)])
+		model.AddTo(dst, x[r:r+len(dst)])
 	}
 }
 

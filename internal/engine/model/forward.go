@@ -182,9 +182,9 @@ func (m *Model) ForwardBatch(seqs []Seq) ([]float32, error) {
 		project(mm, c.kk, h, l.K, l.BF16.K, T, kvDim, H)
 		project(mm, c.vv, h, l.V, l.BF16.V, T, kvDim, H)
 		prof.add(profMatmul, t0)
-		addBias(c.q, l.QBias)
-		addBias(c.kk, l.KBias)
-		addBias(c.vv, l.VBias)
+		AddBias(c.q, l.QBias)
+		AddBias(c.kk, l.KBias)
+		AddBias(c.vv, l.VBias)
 		rope(c.q, c.cos, c.sin, hd)
 		rope(c.kk, c.cos, c.sin, hd)
 		t0 = prof.now()
@@ -200,8 +200,8 @@ func (m *Model) ForwardBatch(seqs []Seq) ([]float32, error) {
 		t0 = prof.now()
 		project(mm, h, c.att, l.O, l.BF16.O, T, H, qDim)
 		prof.add(profMatmul, t0)
-		addBias(h, l.OBias)
-		addTo(x, h)
+		AddBias(h, l.OBias)
+		AddTo(x, h)
 
 		rmsNorm(h, x, l.PostNorm, eps)
 		t0 = prof.now()
@@ -214,7 +214,7 @@ func (m *Model) ForwardBatch(seqs []Seq) ([]float32, error) {
 			project(mm, h, c.gate, l.Down, l.BF16.Down, T, H, I)
 		}
 		prof.add(profMatmul, t0)
-		addTo(x, h)
+		AddTo(x, h)
 	}
 	for _, s := range seqs {
 		s.Cache.n = s.Pos + len(s.Tokens)
@@ -413,17 +413,19 @@ func swiGLU(gate, up []float32) {
 	}
 }
 
-// addBias adds b to every row of x; a nil b adds nothing.
-func addBias(x, b []float32) {
+// AddBias adds b to every row of x; a nil b adds nothing. The trainer's
+// forward pass uses it too.
+func AddBias(x, b []float32) {
 	if b == nil {
 		return
 	}
 	for r := 0; r < len(x); r += len(b) {
-		addTo(x[r:r+len(b)], b)
+		AddTo(x[r:r+len(b)], b)
 	}
 }
 
-func addTo(dst, src []float32) {
+// AddTo adds src to dst element by element.
+func AddTo(dst, src []float32) {
 	for i, v := range src {
 		dst[i] += v
 	}

@@ -17,6 +17,27 @@ import (
 // start-up cost rivals the work.
 const parallelExpertFlops = 1 << 21
 
+// GroupByExpert sorts the slots of experts (each slot's expert, token by
+// token) by expert, stably: start[e] is where expert e's slots begin in
+// order and start[E] the end; order lists the slots. next is scratch of E.
+// The engine and the trainer group alike, so each expert multiplies its
+// rows in the same order in both.
+func GroupByExpert(experts []int32, start, next []int, order []int32) {
+	E := len(start) - 1
+	clear(start)
+	for _, e := range experts {
+		start[e+1]++
+	}
+	for e := range E {
+		start[e+1] += start[e]
+	}
+	copy(next, start[:E])
+	for slot, e := range experts {
+		order[next[e]] = int32(slot)
+		next[e]++
+	}
+}
+
 // moeScratch is the space a mixture-of-experts layer reuses from call to
 // call, kept in the KVCache whose scratch serves a ForwardBatch call. A
 // slot is one (token, j) pair, j < k: slot t·k + j is token t's j-th
@@ -97,20 +118,10 @@ func (m *Model) moeMLP(c *KVCache, l *Layer, li int, seqs []Seq) {
 		row += len(q.Tokens)
 	}
 
-	// Counting sort of the slots by expert, gathering their inputs.
-	clear(s.start)
-	for _, e := range s.experts {
-		s.start[e+1]++
-	}
-	for e := range E {
-		s.start[e+1] += s.start[e]
-	}
-	copy(s.next, s.start[:E])
-	for slot, e := range s.experts {
-		p := s.next[e]
-		s.next[e]++
-		s.order[p] = int32(slot)
-		t := slot / k
+	// The slots grouped by expert, their inputs gathered.
+	GroupByExpert(s.experts, s.start, s.next, s.order)
+	for p, slot := range s.order {
+		t := int(slot) / k
 		copy(s.rows[p*H:(p+1)*H], h[t*H:(t+1)*H])
 	}
 	s.active = s.active[:0]
