@@ -76,15 +76,7 @@ func (n *network) moeForward(l *model.Layer, a *layerActs, li int, routes [][]in
 		swiGLU(act, gate, up)
 		mm.linear(m.out[p0*H:p1*H], act, x.Down, nil, rows, H, I)
 	}
-	out := n.tmp[:T*H]
-	clear(out)
-	for p, slot := range m.order {
-		w, t := m.weights[slot], int(slot)/k
-		dst := out[t*H : (t+1)*H]
-		for i, v := range m.out[p*H : (p+1)*H] {
-			dst[i] += w * v
-		}
-	}
+	model.CombineExperts(n.tmp[:T*H], m.out, m.order, m.weights, k, H)
 }
 
 // moeBackward adds the router's and the used experts' weight gradients to

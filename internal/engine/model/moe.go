@@ -172,11 +172,19 @@ func (m *Model) moeMLP(c *KVCache, l *Layer, li int, seqs []Seq) {
 		work()
 		wg.Wait()
 	}
-	clear(h)
-	for p, slot := range s.order {
-		w, t := s.weights[slot], int(slot)/k
-		dst := h[t*H : (t+1)*H]
-		for i, v := range s.rows[p*H : (p+1)*H] {
+	CombineExperts(h, s.rows, s.order, s.weights, k, H)
+}
+
+// CombineExperts sets out (tokens × H) to each token's expert outputs
+// weighted by the router: rows holds the experts' outputs, H wide, in the
+// order of GroupByExpert's order, weights each slot's weight, k slots per
+// token. The engine and the trainer combine alike.
+func CombineExperts(out, rows []float32, order []int32, weights []float32, k, H int) {
+	clear(out)
+	for p, slot := range order {
+		w, t := weights[slot], int(slot)/k
+		dst := out[t*H : (t+1)*H]
+		for i, v := range rows[p*H : (p+1)*H] {
 			dst[i] += w * v
 		}
 	}

@@ -2,6 +2,7 @@ package data
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -200,7 +201,7 @@ func listFiles(ctx context.Context, dir string, opts CorpusOptions) ([]file, err
 		return nil, fmt.Errorf("corpus %s: %w", dir, err)
 	}
 	if opts.MaxFiles > 0 || opts.MaxBytes > 0 {
-		slices.SortFunc(files, func(a, b file) int { return cmpUint(pathHash("pick", a.rel), pathHash("pick", b.rel)) })
+		slices.SortFunc(files, func(a, b file) int { return cmp.Compare(pathHash("pick", a.rel), pathHash("pick", b.rel)) })
 		var total int64
 		for i, f := range files {
 			if (opts.MaxFiles > 0 && i == opts.MaxFiles) || (opts.MaxBytes > 0 && total >= opts.MaxBytes) {
@@ -212,16 +213,6 @@ func listFiles(ctx context.Context, dir string, opts CorpusOptions) ([]file, err
 		slices.SortFunc(files, func(a, b file) int { return strings.Compare(a.rel, b.rel) })
 	}
 	return files, nil
-}
-
-func cmpUint(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // pathHash is FNV-1a of purpose and the slash-separated relative path:
