@@ -526,8 +526,8 @@ func TestLogitBiasAndPenalties(t *testing.T) {
 		t.Fatal(err)
 	}
 	distinct := func(ids []int32) int { return len(slices.Compact(slices.Sorted(slices.Values(ids)))) }
-	if distinct(pen.Tokens) < distinct(plain.Tokens) {
-		t.Errorf("penalties gave %d distinct tokens, none gave %d", distinct(pen.Tokens), distinct(plain.Tokens))
+	if distinct(pen.Tokens) <= distinct(plain.Tokens) {
+		t.Errorf("penalties gave %d distinct tokens, no more than greedy decoding's %d", distinct(pen.Tokens), distinct(plain.Tokens))
 	}
 	t.Logf("distinct tokens in 24: greedy %d, with penalties %d", distinct(plain.Tokens), distinct(pen.Tokens))
 
