@@ -10,7 +10,11 @@
 //
 //   - A·Bᵀ with both operands' rows running along k needs no packing: 4×4
 //     tiles of dot products, 16 AVX-512 accumulators, masked loads for the
-//     k%16 tail, reduced horizontally once per tile.
+//     k%16 tail, reduced horizontally once per tile. One kernel call runs
+//     a whole block of rows of A (up to 64) against four rows of B and adds
+//     alpha times the sums into C itself: with the short k of a small model
+//     (256) a tile is only ~50 ns of FMAs, and a Go loop around each tile
+//     cost as much again.
 //   - A·Bᵀ with m ≤ 2 (batch-1 decode is m = 1, a GEMV) runs one GEMV per
 //     row of A instead, where a 4×4 tile would waste most of its FMAs: each
 //     16-float chunk of A is loaded once and FMA'd with 8 rows of B (8
@@ -34,8 +38,8 @@
 // the GEMV path (m ≤ 2) runs kernelGemv8BF16, kernelGemv8 with each chunk
 // of B loaded as 16-bit lanes and widened in a register before the same
 // FMAs, masked tail and reduction; larger m widen each 4-row × kc block of
-// B into an L1-sized per-goroutine scratch and run the unchanged 4×4 dot
-// tile over it, in the same blocks and order as MatMulT. That identity is
+// B (one kernel call) into an L1-sized per-goroutine scratch and run the
+// unchanged dot kernel over it, in the same blocks and order as MatMulT. That identity is
 // what keeps the logprobs the engine serves from bf16 weights equal to
 // those of a trainer or scoring pass that uses the same weights in float32.
 // (The portable kernels likewise mirror their float32 counterparts.)

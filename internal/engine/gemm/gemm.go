@@ -38,8 +38,11 @@ type kernels struct {
 	// packed adds Â·B̂ to the mr×nr tile of c with row stride ldc. a holds kc
 	// groups of mr values, b kc groups of nr values.
 	packed func(kc int, a, b, c []float32, ldc int)
-	// dot sets out[4i+j] = Σ_{p<k} a[i][p]·b[j][p]; every row has ≥ k values.
-	dot func(k int, a, b *[4][]float32, out *[16]float32)
+	// dotPanel adds alpha·Σ_{p<k} a[i·lda+p]·b[j][p] to c[i·ldc+j] for
+	// i < rows and j < cols (rows ≥ 1, 1 ≤ cols ≤ 4; b's rows past cols
+	// repeat the last one), in 4×4 tiles down the rows whose sums run in
+	// the same order whatever rows is.
+	dotPanel func(k int, a []float32, lda, rows int, b *[4][]float32, alpha float32, c []float32, ldc, cols int)
 	// gemv adds alpha·Σ_{p<k} a[p]·b[j·ldb+p] to c[j] for every j < len(c),
 	// 1 ≤ len(c) ≤ gemvCols.
 	gemv func(k int, alpha float32, a, b []float32, ldb int, c []float32)
@@ -48,6 +51,9 @@ type kernels struct {
 	gemvBF16 func(k int, alpha float32, a []float32, b []uint16, ldb int, c []float32)
 	// widen sets dst[i] = widen(src[i]) for i < len(src) ≤ len(dst).
 	widen func(dst []float32, src []uint16)
+	// widenRows sets dst[r·ldd+i] = widen(src[r·lds+i]) for r < rows and
+	// i < n.
+	widenRows func(dst []float32, ldd int, src []uint16, lds, rows, n int)
 }
 
 // Config says how a multiply runs. The zero value splits large multiplies
@@ -227,42 +233,18 @@ func (p *problem) runDot(j0, j1 int) {
 // dotLoop runs the dot path's blocking over columns [j0, j1): for each k
 // block, each block of rows of A and each group of up to four columns,
 // rowsOfB points br at those columns' kb-long rows of B from pc (the last
-// repeated for an edge group), and dotTiles multiplies.
+// repeated for an edge group), and the dot panel kernel multiplies the
+// block's rows of A by them.
 func (p *problem) dotLoop(j0, j1 int, rowsOfB func(j, cols, pc, kb int, br *[4][]float32)) {
-	var (
-		out    [16]float32
-		ar, br [4][]float32
-	)
+	var br [4][]float32
 	for pc := 0; pc < p.k; pc += kcDot {
 		kb := min(kcDot, p.k-pc)
 		for ic := 0; ic < p.m; ic += mcDot {
-			ie := min(ic+mcDot, p.m)
+			rows := min(mcDot, p.m-ic)
 			for j := j0; j < j1; j += 4 {
 				cols := min(4, j1-j)
 				rowsOfB(j, cols, pc, kb, &br)
-				p.dotTiles(ic, ie, j, cols, pc, kb, &ar, &br, &out)
-			}
-		}
-	}
-}
-
-// dotTiles adds alpha·A·Bᵀ for rows [ic, ie) of A and the up to four
-// columns from j whose kb-long rows of B (from pc) are br, in 4×4 tiles;
-// edge tiles repeat their last valid row of A. ar and out are the caller's
-// scratch, so that nothing is allocated per tile.
-func (p *problem) dotTiles(ic, ie, j, cols, pc, kb int, ar, br *[4][]float32, out *[16]float32) {
-	for i := ic; i < ie; i += 4 {
-		rows := min(4, ie-i)
-		for r := range ar {
-			off := (i+min(r, rows-1))*p.lda + pc
-			ar[r] = p.a[off : off+kb]
-		}
-		p.ks.dot(kb, ar, br, out)
-		for r := range rows {
-			off := (i+r)*p.ldc + j
-			crow := p.c[off : off+cols]
-			for c := range crow {
-				crow[c] += p.alpha * out[r*4+c]
+				p.ks.dotPanel(kb, p.a[ic*p.lda+pc:], p.lda, rows, &br, p.alpha, p.c[ic*p.ldc+j:], p.ldc, cols)
 			}
 		}
 	}

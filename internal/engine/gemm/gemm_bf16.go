@@ -70,7 +70,7 @@ func (p *problem) runGemvBF16(j0, j1 int) {
 
 // dotScratch holds one 4-row × kcDot block of B widened to float32 (16 KiB,
 // L1-sized).
-type dotScratch [4][kcDot]float32
+type dotScratch [4 * kcDot]float32
 
 var dotScratches = sync.Pool{New: func() any { return new(dotScratch) }}
 
@@ -82,13 +82,11 @@ func (p *problem) runDotBF16(j0, j1 int) {
 	w := dotScratches.Get().(*dotScratch)
 	defer dotScratches.Put(w)
 	p.dotLoop(j0, j1, func(j, cols, pc, kb int, br *[4][]float32) {
-		for r := range cols {
-			off := (j+r)*p.ldb + pc
-			p.ks.widen(w[r][:kb], p.bh[off:off+kb])
-		}
+		p.ks.widenRows(w[:], kcDot, p.bh[j*p.ldb+pc:], p.ldb, cols, kb)
 		for r := range br {
 			// Edge tiles repeat the last valid row, as in runDot.
-			br[r] = w[min(r, cols-1)][:kb]
+			off := min(r, cols-1) * kcDot
+			br[r] = w[off : off+kb]
 		}
 	})
 }

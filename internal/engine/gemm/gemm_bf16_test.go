@@ -189,6 +189,28 @@ func TestWidenBF16(t *testing.T) {
 				t.Fatalf("%s widen n=%d wrote past len(src)", ks.name, n)
 			}
 		}
+		// Rows of a strided block, with every tail length and row count
+		// of the dot path; the gaps between rows of dst stay untouched.
+		const lds, ldd = 83, 90
+		for rows := 1; rows <= 4; rows++ {
+			for n := 1; n <= 40; n++ {
+				src := all[777 : 777+(rows-1)*lds+n]
+				dst := make([]float32, rows*ldd)
+				for i := range dst {
+					dst[i] = 42
+				}
+				ks.widenRows(dst, ldd, src, lds, rows, n)
+				for r := range rows {
+					what := fmt.Sprintf("%s widenRows rows=%d n=%d row %d", ks.name, rows, n, r)
+					sameBits(t, dst[r*ldd:r*ldd+n], want[777+r*lds:777+r*lds+n], what)
+					for i, v := range dst[r*ldd+n : (r+1)*ldd] {
+						if v != 42 {
+							t.Fatalf("%s: wrote past n at %d", what, n+i)
+						}
+					}
+				}
+			}
+		}
 	}
 }
 

@@ -14,10 +14,12 @@ import (
 //go:noescape
 func kernelPacked8x32(kc int, a, b, c *float32, ldc int)
 
-// kernelDot4x4 sets out[4i+j] to the dot product of a_i and b_j over k.
+// kernelDotPanel adds alpha·(a_i·b_j) to c[i·ldc+j] for i < rows and
+// j < cols (1 ≤ cols ≤ 4), where a_i is the k-long row at a + i·lda, in
+// 4×4 tiles of dot products.
 //
 //go:noescape
-func kernelDot4x4(k int, a0, a1, a2, a3, b0, b1, b2, b3 *float32, out *[16]float32)
+func kernelDotPanel(k int, a *float32, lda, rows int, b0, b1, b2, b3 *float32, c *float32, ldc, cols int, alpha float32)
 
 // kernelGemv8 adds alpha·(a·b_j) to c[j] for j < cols (1 ≤ cols ≤ 8,
 // k ≥ 1), where b_j is the k-long row at b + min(j, cols-1)·ldb.
@@ -37,6 +39,12 @@ func kernelGemv8BF16(k int, alpha float32, a *float32, b *uint16, ldb int, c *fl
 //go:noescape
 func widenBF16x16(chunks int, dst *float32, src *uint16)
 
+// widenBF16Rows sets dst[r·ldd+i] = widen(src[r·lds+i]) for r < rows
+// (≥ 1) and i < 16·chunks.
+//
+//go:noescape
+func widenBF16Rows(chunks int, dst *float32, ldd int, src *uint16, lds int, rows int)
+
 // fmaPeak runs iters×16 independent register-only 16-lane FMAs.
 //
 //go:noescape
@@ -49,8 +57,8 @@ func asmKernels() (kernels, bool) {
 		return kernels{}, false
 	}
 	ks := kernels{
-		name: "avx512", packed: packedAVX512, dot: dotAVX512, gemv: gemvAVX512,
-		gemvBF16: gemvBF16Widened, widen: widenAVX512,
+		name: "avx512", packed: packedAVX512, dotPanel: dotPanelAVX512, gemv: gemvAVX512,
+		gemvBF16: gemvBF16Widened, widen: widenAVX512, widenRows: widenRowsAVX512,
 	}
 	if cpu.X86.HasAVX512BW {
 		// The bf16 GEMV's masked tail loads 16-bit lanes (VMOVDQU16).
@@ -67,12 +75,17 @@ func packedAVX512(kc int, a, b, c []float32, ldc int) {
 	kernelPacked8x32(kc, &a[0], &b[0], &c[0], ldc)
 }
 
-func dotAVX512(k int, a, b *[4][]float32, out *[16]float32) {
-	for r := range 4 {
-		_ = a[r][k-1]
+func dotPanelAVX512(k int, a []float32, lda, rows int, b *[4][]float32, alpha float32, c []float32, ldc, cols int) {
+	if rows < 1 || cols < 1 || cols > 4 {
+		panic("gemm: dot panel size out of range")
+	}
+	// Bounds checks keep the assembly inside the slices it was given.
+	_ = a[(rows-1)*lda+k-1]
+	for r := range b {
 		_ = b[r][k-1]
 	}
-	kernelDot4x4(k, &a[0][0], &a[1][0], &a[2][0], &a[3][0], &b[0][0], &b[1][0], &b[2][0], &b[3][0], out)
+	_ = c[(rows-1)*ldc+cols-1]
+	kernelDotPanel(k, &a[0], lda, rows, &b[0][0], &b[1][0], &b[2][0], &b[3][0], &c[0], ldc, cols, alpha)
 }
 
 func gemvAVX512(k int, alpha float32, a, b []float32, ldb int, c []float32) {
@@ -122,6 +135,25 @@ func widenAVX512(dst []float32, src []uint16) {
 		widenBF16x16(q, &dst[0], &src[0])
 	}
 	widenGo(dst[n&^15:], src[n&^15:])
+}
+
+// widenRowsAVX512 sets dst[r·ldd+i] = widen(src[r·lds+i]) for r < rows and
+// i < n, the full 16-value chunks of every row in one assembly call.
+func widenRowsAVX512(dst []float32, ldd int, src []uint16, lds, rows, n int) {
+	if rows < 1 || n < 1 {
+		return
+	}
+	// Bounds checks keep the assembly inside the slices it was given.
+	_ = dst[(rows-1)*ldd+n-1]
+	_ = src[(rows-1)*lds+n-1]
+	if q := n / 16; q > 0 {
+		widenBF16Rows(q, &dst[0], ldd, &src[0], lds, rows)
+	}
+	if t := n &^ 15; t < n {
+		for r := range rows {
+			widenGo(dst[r*ldd+t:r*ldd+n], src[r*lds+t:r*lds+n])
+		}
+	}
 }
 
 // widenBufs holds the scratch rows of gemvBF16Widened.

@@ -218,9 +218,11 @@ store:
 	VFMADD231PS Z19, Z23, Z15
 
 
-// Reduce four 16-lane accumulators into the four sums of one tile row and
-// store them at OFF(DX).
-#define REDUCE_ROW(ZA, ZB, ZC, ZD, YA, YB, YC, YD, XA, XB, OFF) \
+// Reduce four 16-lane accumulators into the four sums of one tile row (in
+// XA; the upper lanes of ZA end zero) and add alpha (Z24) times them to
+// the row of C at (CX) under the cols-lane mask K2: alpha·sum is rounded
+// before it is added, as a Go "c += alpha*s" would.
+#define REDUCE_STORE_ROW(ZA, ZB, ZC, ZD, YA, YB, YC, YD, XA, XB) \
 	VEXTRACTF64X4 $1, ZA, Y16; \
 	VADDPS        Y16, YA, YA; \
 	VEXTRACTF64X4 $1, ZB, Y17; \
@@ -234,24 +236,47 @@ store:
 	VHADDPS       YC, YA, YA; \
 	VEXTRACTF128  $1, YA, XB; \
 	VADDPS        XB, XA, XA; \
-	VMOVUPS       XA, OFF(DX)
+	VMULPS        Z24, ZA, ZA; \
+	VMOVUPS.Z     (CX), K2, Z25; \
+	VADDPS        Z25, ZA, ZA; \
+	VMOVUPS       ZA, K2, (CX)
 
-// func kernelDot4x4(k int, a0, a1, a2, a3, b0, b1, b2, b3 *float32, out *[16]float32)
+// func kernelDotPanel(k int, a *float32, lda, rows int, b0, b1, b2, b3 *float32, c *float32, ldc, cols int, alpha float32)
 //
-// out[4i+j] = Σ_p a_i[p]·b_j[p]. Accumulator Z(4i+j) holds 16 partial sums;
-// the k%16 tail uses a masked load, which never touches memory past k.
-TEXT ·kernelDot4x4(SB), NOSPLIT, $0-80
-	MOVQ k+0(FP), CX
-	MOVQ a0+8(FP), SI
-	MOVQ a1+16(FP), DI
-	MOVQ a2+24(FP), R8
-	MOVQ a3+32(FP), R9
-	MOVQ b0+40(FP), R10
-	MOVQ b1+48(FP), R11
-	MOVQ b2+56(FP), R12
-	MOVQ b3+64(FP), R13
-	MOVQ out+72(FP), DX
-	XORQ AX, AX
+// c[i·ldc+j] += alpha·Σ_p a_i[p]·b_j[p] for i < rows (≥ 1) and j < cols
+// (1 ≤ cols ≤ 4), where a_i is the row at a + i·lda, in 4×4 tiles down
+// the rows: accumulator Z(4r+j) holds 16 partial sums of tile row r and
+// column j, the k%16 tail uses a masked load, which never touches memory
+// past k, and a tile past the last row repeats it (its sums are not
+// stored). Each sum is reduced in the same tree as kernelGemv8's.
+TEXT ·kernelDotPanel(SB), NOSPLIT, $0-92
+	MOVQ         a+8(FP), SI
+	MOVQ         lda+16(FP), R15
+	SHLQ         $2, R15
+	MOVQ         rows+24(FP), R14
+	MOVQ         b0+32(FP), R10
+	MOVQ         b1+40(FP), R11
+	MOVQ         b2+48(FP), R12
+	MOVQ         b3+56(FP), R13
+	MOVQ         c+64(FP), DX
+	MOVQ         cols+80(FP), CX
+	MOVQ         $1, BX
+	SHLQ         CX, BX
+	DECQ         BX
+	KMOVW        BX, K2
+	VBROADCASTSS alpha+88(FP), Z24
+
+paneltile:
+	// Rows of this tile past the last repeat it.
+	LEAQ    (SI)(R15*1), DI
+	CMPQ    R14, $1
+	CMOVQLE SI, DI
+	LEAQ    (DI)(R15*1), R8
+	CMPQ    R14, $2
+	CMOVQLE DI, R8
+	LEAQ    (R8)(R15*1), R9
+	CMPQ    R14, $3
+	CMOVQLE R8, R9
 
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
@@ -270,32 +295,52 @@ TEXT ·kernelDot4x4(SB), NOSPLIT, $0-80
 	VPXORD Z14, Z14, Z14
 	VPXORD Z15, Z15, Z15
 
+	MOVQ  k+0(FP), CX
+	XORQ  AX, AX
 	MOVQ  $0xffff, BX
 	KMOVW BX, K1
 	CMPQ  CX, $16
-	JLT   tail
+	JLT   paneltail
 
-dotloop:
+panelloop:
 	DOT_STEP
 	ADDQ $64, AX
 	SUBQ $16, CX
 	CMPQ CX, $16
-	JGE  dotloop
+	JGE  panelloop
 
-tail:
+paneltail:
 	TESTQ CX, CX
-	JEQ   reduce
+	JEQ   panelstore
 	MOVQ  $1, BX
 	SHLQ  CX, BX
 	DECQ  BX
 	KMOVW BX, K1
 	DOT_STEP
 
-reduce:
-	REDUCE_ROW(Z0, Z1, Z2, Z3, Y0, Y1, Y2, Y3, X0, X1, 0)
-	REDUCE_ROW(Z4, Z5, Z6, Z7, Y4, Y5, Y6, Y7, X4, X5, 16)
-	REDUCE_ROW(Z8, Z9, Z10, Z11, Y8, Y9, Y10, Y11, X8, X9, 32)
-	REDUCE_ROW(Z12, Z13, Z14, Z15, Y12, Y13, Y14, Y15, X12, X13, 48)
+panelstore:
+	MOVQ ldc+72(FP), BX
+	SHLQ $2, BX
+	MOVQ DX, CX
+	REDUCE_STORE_ROW(Z0, Z1, Z2, Z3, Y0, Y1, Y2, Y3, X0, X1)
+	CMPQ R14, $1
+	JLE  panelnext
+	ADDQ BX, CX
+	REDUCE_STORE_ROW(Z4, Z5, Z6, Z7, Y4, Y5, Y6, Y7, X4, X5)
+	CMPQ R14, $2
+	JLE  panelnext
+	ADDQ BX, CX
+	REDUCE_STORE_ROW(Z8, Z9, Z10, Z11, Y8, Y9, Y10, Y11, X8, X9)
+	CMPQ R14, $3
+	JLE  panelnext
+	ADDQ BX, CX
+	REDUCE_STORE_ROW(Z12, Z13, Z14, Z15, Y12, Y13, Y14, Y15, X12, X13)
+
+panelnext:
+	LEAQ (DX)(BX*4), DX
+	LEAQ (SI)(R15*4), SI
+	SUBQ $4, R14
+	JGT  paneltile
 	VZEROUPPER
 	RET
 
@@ -516,5 +561,42 @@ widenloop:
 	JNZ       widenloop
 
 widendone:
+	VZEROUPPER
+	RET
+
+// func widenBF16Rows(chunks int, dst *float32, ldd int, src *uint16, lds int, rows int)
+//
+// widenBF16x16 over rows ≥ 1 rows: row r of dst (at dst + r·ldd floats)
+// gets the 16·chunks widened values of row r of src (at src + r·lds), in
+// one call for the 4-row blocks of the bf16 dot path.
+TEXT ·widenBF16Rows(SB), NOSPLIT, $0-48
+	MOVQ  chunks+0(FP), CX
+	MOVQ  dst+8(FP), DI
+	MOVQ  ldd+16(FP), R8
+	SHLQ  $2, R8
+	MOVQ  src+24(FP), SI
+	MOVQ  lds+32(FP), R9
+	SHLQ  $1, R9
+	MOVQ  rows+40(FP), DX
+	TESTQ CX, CX
+	JEQ   rowsdone
+
+rowsloop:
+	MOVQ CX, BX
+	XORQ AX, AX
+
+rowloop:
+	VPMOVZXWD (SI)(AX*1), Z0
+	VPSLLD    $16, Z0, Z0
+	VMOVUPS   Z0, (DI)(AX*2)
+	ADDQ      $32, AX
+	DECQ      BX
+	JNZ       rowloop
+	ADDQ      R8, DI
+	ADDQ      R9, SI
+	DECQ      DX
+	JNZ       rowsloop
+
+rowsdone:
 	VZEROUPPER
 	RET

@@ -4,8 +4,8 @@ package gemm
 // Go, on the same packed layout, so the blocking logic is shared and tested
 // on every architecture.
 var portableKernels = kernels{
-	name: "portable", packed: packedGo, dot: dotGo, gemv: gemvGo,
-	gemvBF16: gemvGoBF16, widen: widenGo,
+	name: "portable", packed: packedGo, dotPanel: dotPanelGo, gemv: gemvGo,
+	gemvBF16: gemvGoBF16, widen: widenGo, widenRows: widenRowsGo,
 }
 
 func packedGo(kc int, a, b, c []float32, ldc int) {
@@ -27,6 +27,28 @@ func packedGo(kc int, a, b, c []float32, ldc int) {
 	}
 }
 
+func dotPanelGo(k int, a []float32, lda, rows int, b *[4][]float32, alpha float32, c []float32, ldc, cols int) {
+	var (
+		ar  [4][]float32
+		out [16]float32
+	)
+	for i := 0; i < rows; i += 4 {
+		n := min(4, rows-i)
+		for r := range ar {
+			off := (i + min(r, n-1)) * lda
+			ar[r] = a[off : off+k]
+		}
+		dotGo(k, &ar, b, &out)
+		for r := range n {
+			crow := c[(i+r)*ldc : (i+r)*ldc+cols]
+			for j := range crow {
+				crow[j] += alpha * out[r*4+j]
+			}
+		}
+	}
+}
+
+// dotGo sets out[4i+j] = Σ_{p<k} a[i][p]·b[j][p].
 func dotGo(k int, a, b *[4][]float32, out *[16]float32) {
 	for i, ai := range a {
 		ai = ai[:k]
@@ -88,5 +110,13 @@ func widenGo(dst []float32, src []uint16) {
 	dst = dst[:len(src)]
 	for i, v := range src {
 		dst[i] = bf16ToFloat32(v)
+	}
+}
+
+// widenRowsGo sets dst[r·ldd+i] = widen(src[r·lds+i]) for r < rows and
+// i < n.
+func widenRowsGo(dst []float32, ldd int, src []uint16, lds, rows, n int) {
+	for r := range rows {
+		widenGo(dst[r*ldd:r*ldd+n], src[r*lds:r*lds+n])
 	}
 }
