@@ -333,7 +333,9 @@ func (a *app) sandboxGCCmd() *cobra.Command {
 		Short: "Remove what crashed processes left behind",
 		Long: `Finds sandboxes whose creator died (unless kept) and stopped ones, and removes
 their processes, cgroups and directories, plus stray cgroups and half-written
-snapshots.`,
+snapshots. It also removes cached layers (persona layers, warm Go build caches)
+that no sandbox or snapshot uses and no machine has used for a week: those a
+persona edit, a newer verisim or another Go release left behind.`,
 		Example: "  verisim sandbox gc",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -345,7 +347,7 @@ snapshots.`,
 			if err != nil {
 				return err
 			}
-			fmt.Printf("removed %d sandboxes, %d processes, %d cgroups, %d directories\n", rep.Sandboxes, rep.Processes, rep.Cgroups, rep.Dirs)
+			fmt.Printf("removed %d sandboxes, %d processes, %d cgroups, %d directories, %d cached layers unused for a week\n", rep.Sandboxes, rep.Processes, rep.Cgroups, rep.Dirs, rep.Caches)
 			for _, e := range rep.Errors {
 				fmt.Fprintln(os.Stderr, "gc:", e)
 			}

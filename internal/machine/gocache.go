@@ -57,7 +57,7 @@ func (b *Builder) goCacheLayer(ctx context.Context, img *image.Image, p *persona
 	h := sha256.New()
 	fmt.Fprintf(h, "gocache\x001\x00%s\x00%d\x00%d\x00%s\x00%s", imgVersion, user.UID, user.GID, user.Home, strings.Join(warmPackages, ","))
 	dir := filepath.Join(b.caches, "gocache-"+hex.EncodeToString(h.Sum(nil))[:16])
-	if _, err := os.Stat(dir); err == nil {
+	if cacheHit(dir) {
 		return dir, nil
 	}
 	if err := os.MkdirAll(b.caches, 0o700); err != nil {
@@ -70,11 +70,12 @@ func (b *Builder) goCacheLayer(ctx context.Context, img *image.Image, p *persona
 		return "", err
 	}
 	defer unlock()
-	if _, err := os.Stat(dir); err == nil {
+	if cacheHit(dir) {
 		return dir, nil
 	}
 	tmp := dir + ".tmp-" + randomID()
-	defer os.RemoveAll(tmp)
+	// A build that failed half-way leaves a read-only module cache.
+	defer removeAll(tmp)
 	home := filepath.Join(tmp, filepath.FromSlash(user.Home))
 	cache := filepath.Join(home, ".cache", "go-build")
 	if err := os.MkdirAll(cache, 0o755); err != nil {

@@ -20,6 +20,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/verisim/verisim/internal/image"
 	"github.com/verisim/verisim/internal/persona"
@@ -211,7 +212,7 @@ func (b *Builder) personaLayer(img *image.Image, p *persona.Persona) (string, er
 		h.Write(c)
 	}
 	dir := filepath.Join(b.dir, "persona-"+hex.EncodeToString(h.Sum(nil))[:16])
-	if _, err := os.Stat(dir); err == nil {
+	if cacheHit(dir) {
 		return dir, nil
 	}
 	if err := os.MkdirAll(b.dir, 0o700); err != nil {
@@ -236,6 +237,19 @@ func (b *Builder) personaLayer(img *image.Image, p *persona.Persona) (string, er
 		return "", fmt.Errorf("build persona layer: %w", err)
 	}
 	return dir, nil
+}
+
+// cacheHit reports whether the cached layer dir exists, and marks it used
+// now: its modification time is when a machine last used it, by which
+// "verisim sandbox gc" tells a cache in use from one left behind (a
+// persona changed, an older layer format, another Go release).
+func cacheHit(dir string) bool {
+	if _, err := os.Stat(dir); err != nil {
+		return false
+	}
+	now := time.Now()
+	_ = os.Chtimes(dir, now, now)
+	return true
 }
 
 // memberOf lists the gids of the groups in an /etc/group file that name

@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -60,13 +61,21 @@ func TestSpec(t *testing.T) {
 	if want := []uint32{p.GID, 4, 27}; !reflect.DeepEqual(spec.User.Groups, want) {
 		t.Errorf("groups %v, want %v", spec.User.Groups, want)
 	}
-	// A second spec reuses the cached layer and still knows the groups.
+	// A second spec reuses the cached layer, still knows the groups, and
+	// marks the layer used (gc keeps caches used within a week).
+	week := time.Now().Add(-7 * 24 * time.Hour)
+	if err := os.Chtimes(spec.Layers[0], week, week); err != nil {
+		t.Fatal(err)
+	}
 	again, err := NewBuilder(dir).Spec(t.Context(), Machine{Image: img, Persona: persona.Default()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if again.Layers[0] != spec.Layers[0] || !reflect.DeepEqual(again.User, spec.User) {
 		t.Errorf("cached spec differs: %+v vs %+v", again, spec)
+	}
+	if fi, err := os.Stat(spec.Layers[0]); err != nil || time.Since(fi.ModTime()) > time.Hour {
+		t.Errorf("the reused persona layer was not marked used: %v", err)
 	}
 	// The image's own homes are hidden.
 	home := filepath.Join(spec.Layers[0], "home")

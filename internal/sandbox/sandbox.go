@@ -215,10 +215,13 @@ type Info struct {
 
 // GCReport counts what GC removed.
 type GCReport struct {
-	Sandboxes int      `json:"sandboxes"`
-	Processes int      `json:"processes"`
-	Cgroups   int      `json:"cgroups"`
-	Dirs      int      `json:"dirs"`
-	Snapshots int      `json:"snapshots"`
-	Errors    []string `json:"errors,omitempty"`
+	Sandboxes int `json:"sandboxes"`
+	Processes int `json:"processes"`
+	Cgroups   int `json:"cgroups"`
+	Dirs      int `json:"dirs"`
+	Snapshots int `json:"snapshots"`
+	// Caches counts cached layers (persona layers, warm build caches)
+	// removed because nothing used them for a week.
+	Caches int      `json:"caches"`
+	Errors []string `json:"errors,omitempty"`
 }

@@ -3,6 +3,7 @@ package local
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/verisim/verisim/internal/sandbox"
 	"github.com/verisim/verisim/internal/sandbox/guest"
@@ -410,5 +412,79 @@ func TestGCLeavesOtherRuntimesAlone(t *testing.T) {
 	var out bytes.Buffer
 	if st, err := sb.Run(t.Context(), sandbox.Cmd{Args: []string{"echo", "alive"}, Stdout: &out}); err != nil || st.Code != 0 || out.String() != "alive\n" {
 		t.Fatalf("after another runtime's GC: %v %+v %q", err, st, out.String())
+	}
+}
+
+// TestGCCaches: gc removes a cached layer only when no sandbox or snapshot
+// uses it and no machine has used it for a week.
+func TestGCCaches(t *testing.T) {
+	rt := testRuntime(t)
+	layers := filepath.Join(rt.state, "layers")
+	old := time.Now().Add(-8 * 24 * time.Hour)
+	mk := func(name string, mtime time.Time) string {
+		p := filepath.Join(layers, name)
+		if err := os.MkdirAll(filepath.Join(p, "home", "dev"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(p, "home", "dev", ".bashrc"), []byte("x\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(p, mtime, mtime); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	stale := mk("persona-0123456789abcdef", old)
+	staleGo := mk("gocache-0123456789abcdef", old)
+	recent := mk("persona-fedcba9876543210", time.Now().Add(-6*24*time.Hour))
+	underSnap := mk("persona-00000000000000aa", old)
+	// A snapshot whose spec stacks on underSnap keeps it.
+	snap := mk("s0000000000000001", time.Now())
+	b, err := json.Marshal(snapMeta{ID: "s0000000000000001", Spec: sandbox.Spec{Layers: []string{snap, underSnap}}, Depth: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(snap+".json", b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// So does a running sandbox that uses one.
+	underBox := mk("gocache-00000000000000bb", old)
+	spec := testSpec(t)
+	spec.Layers = append([]string{underBox}, spec.Layers...)
+	sb, err := rt.Create(t.Context(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sb.Close(context.Background())
+	lock := filepath.Join(layers, "gocache-0123456789abcdef.lock")
+	if err := os.WriteFile(lock, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	rep, err := rt.GC(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Caches != 2 {
+		t.Errorf("gc removed %d cached layers, want 2: %+v", rep.Caches, rep)
+	}
+	for _, p := range []string{stale, staleGo} {
+		if _, err := os.Stat(p); !os.IsNotExist(err) {
+			t.Errorf("%s unused for 8 days: still there (%v)", filepath.Base(p), err)
+		}
+	}
+	for _, p := range []string{recent, underSnap, underBox, snap, snap + ".json", lock} {
+		if _, err := os.Stat(p); err != nil {
+			t.Errorf("%s should stay: %v", filepath.Base(p), err)
+		}
+	}
+	ents, _ := os.ReadDir(layers)
+	for _, e := range ents {
+		if strings.Contains(e.Name(), ".tmp-") {
+			t.Errorf("gc left %s", e.Name())
+		}
+	}
+	if r := sandboxtest.Sh(t, sb, "echo ok"); r.Stdout != "ok\n" {
+		t.Errorf("sandbox after gc: %+v", r)
 	}
 }

@@ -789,9 +789,16 @@ func olderThan(path string, d time.Duration) bool {
 	return err == nil && time.Since(fi.ModTime()) > d
 }
 
+// cacheKeep is how long a cached layer (a persona's, a warm Go build
+// cache) that no sandbox or snapshot uses is kept after a machine last
+// used it (package machine marks each use in its modification time).
+const cacheKeep = 7 * 24 * time.Hour
+
 // gcLayers removes half-written layers (snapshot copies, persona layers in
-// the making), workspaces no sandbox or snapshot uses, and snapshot records
-// whose layer is gone.
+// the making), workspaces no sandbox or snapshot uses, snapshot records
+// whose layer is gone, and cached layers no sandbox or snapshot uses that
+// no machine has used for cacheKeep: those a persona edit, a new layer
+// format or another Go release left behind.
 func (r *Runtime) gcLayers(rep *sandbox.GCReport) {
 	dir := filepath.Join(r.state, "layers")
 	ents, _ := os.ReadDir(dir)
@@ -830,6 +837,18 @@ func (r *Runtime) gcLayers(rep *sandbox.GCReport) {
 		case strings.HasSuffix(name, ".json"):
 			_, err := os.Stat(strings.TrimSuffix(p, ".json"))
 			remove = os.IsNotExist(err)
+		case (strings.HasPrefix(name, "persona-") || strings.HasPrefix(name, "gocache-")) && e.IsDir():
+			if used[p] || !olderThan(p, cacheKeep) {
+				continue
+			}
+			// Out of the builders' sight first: one that looks for it
+			// now builds it afresh, and a removal cut short leaves a
+			// ".tmp-" name the next collection finishes.
+			gone := p + ".tmp-gc"
+			if os.Rename(p, gone) == nil && os.RemoveAll(gone) == nil {
+				rep.Caches++
+			}
+			continue
 		}
 		if remove && os.RemoveAll(p) == nil {
 			rep.Dirs++
