@@ -21,7 +21,9 @@ func main() {
 		guest.Main()
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := newRoot().ExecuteContext(ctx)
+	root, a := newRoot()
+	err := root.ExecuteContext(ctx)
+	a.close()
 	stop()
 	os.Exit(exitCode(err))
 }

@@ -3,8 +3,11 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -98,6 +101,21 @@ func (c *cli) assertClean() {
 			c.t.Errorf("layer left: %s", e.Name())
 		}
 	}
+	// Nor the cgroup the run directory's sandboxes nest under
+	// (docs/ARCHITECTURE.md: verisim-<8 hex digits of its path's hash>),
+	// in any hierarchy, at any depth.
+	sum := sha256.Sum256([]byte(c.run))
+	parent := "verisim-" + hex.EncodeToString(sum[:4])
+	_ = filepath.WalkDir("/sys/fs/cgroup", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || !d.IsDir() {
+			return nil
+		}
+		if d.Name() == parent {
+			c.t.Errorf("cgroup left: %s", p)
+			return filepath.SkipDir
+		}
+		return nil
+	})
 }
 
 func gitRepo(t *testing.T) string {

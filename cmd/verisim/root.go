@@ -33,9 +33,21 @@ type config struct {
 type app struct {
 	cfg config
 	log *slog.Logger
+	// closers are the runtimes commands opened, closed when the command
+	// ends: a local runtime then removes its run directory's parent
+	// cgroups if no sandbox is left in them.
+	closers []interface{ Close(context.Context) error }
 }
 
-func newRoot() *cobra.Command {
+// close closes what the command opened.
+func (a *app) close() {
+	for _, c := range a.closers {
+		_ = c.Close(context.Background())
+	}
+	a.closers = nil
+}
+
+func newRoot() (*cobra.Command, *app) {
 	a := &app{}
 	root := &cobra.Command{
 		Use:   "verisim",
@@ -64,7 +76,7 @@ own machine, rewards them with hidden tests, and trains them with RL.`,
 	root.AddCommand(a.sandboxCmd(), a.agentCmd(), a.rolloutCmd(), a.evalCmd(), a.tasksCmd(), a.tokenizerCmd(), a.modelCmd(), a.serveCmd(), a.fidelityCmd(), a.imageCmd(), a.benchCmd())
 	root.AddCommand(a.pretrainCmd(), a.sftCmd())
 	root.AddCommand(a.trainerCmd())
-	return root
+	return root, a
 }
 
 func usageErr(format string, args ...any) error {
@@ -96,7 +108,12 @@ func (a *app) runtime() (sandbox.Runtime, error) {
 		if runtime.GOOS != "linux" {
 			return nil, usageErr("the local backend runs on Linux only; use --backend process")
 		}
-		return local.New(local.Options{StateDir: a.cfg.StateDir, RunDir: a.cfg.RunDir, FavorDynmods: a.cfg.FavorDynmods, Logger: a.log})
+		rt, err := local.New(local.Options{StateDir: a.cfg.StateDir, RunDir: a.cfg.RunDir, FavorDynmods: a.cfg.FavorDynmods, Logger: a.log})
+		if err != nil {
+			return nil, err
+		}
+		a.closers = append(a.closers, rt)
+		return rt, nil
 	case "process":
 		return process.New(filepath.Join(a.cfg.StateDir, "process"), a.log)
 	default:

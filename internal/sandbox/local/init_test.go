@@ -1,6 +1,7 @@
 package local_test
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -27,7 +28,11 @@ func TestInitBinary(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { os.RemoveAll(run) })
-		return local.New(local.Options{StateDir: t.TempDir(), RunDir: run, InitPath: initPath})
+		rt, err := local.New(local.Options{StateDir: t.TempDir(), RunDir: run, InitPath: initPath})
+		if err == nil {
+			t.Cleanup(func() { rt.Close(context.Background()) })
+		}
+		return rt, err
 	}
 	rt, err := newRuntime(t, bin)
 	if err != nil {
