@@ -39,7 +39,7 @@
 // of B loaded as 16-bit lanes and widened in a register before the same
 // FMAs, masked tail and reduction; larger m widen each 4-row × kc block of
 // B (one kernel call) into an L1-sized per-goroutine scratch and run the
-// unchanged dot kernel over it, in the same blocks and order as MatMulT. That identity is
+// float32 path's dot kernel over it, in the same blocks and order as MatMulT. That identity is
 // what keeps the logprobs the engine serves from bf16 weights equal to
 // those of a trainer or scoring pass that uses the same weights in float32.
 // (The portable kernels likewise mirror their float32 counterparts.)

@@ -3,6 +3,12 @@ package gemm
 // portableKernels computes the same tiles as the assembly kernels in plain
 // Go, on the same packed layout, so the blocking logic is shared and tested
 // on every architecture.
+//
+// Every product that is summed is converted to float32 explicitly
+// (float32(x*y)), which forbids the compiler to fuse it with the sum into
+// one FMA, as it otherwise may (GOAMD64=v3 and other architectures): the
+// portable kernels then round alike, and agree with each other, whatever
+// the build targets.
 var portableKernels = kernels{
 	name: "portable", packed: packedGo, dotPanel: dotPanelGo, gemv: gemvGo,
 	gemvBF16: gemvGoBF16, widen: widenGo, widenRows: widenRowsGo,
@@ -17,7 +23,7 @@ func packedGo(kc int, a, b, c []float32, ldc int) {
 			av := a[p*mr+i]
 			bp := b[p*nr : p*nr+nr]
 			for j, bv := range bp {
-				acc[j] += av * bv
+				acc[j] += float32(av * bv)
 			}
 		}
 		crow := c[i*ldc : i*ldc+nr]
@@ -42,7 +48,7 @@ func dotPanelGo(k int, a []float32, lda, rows int, b *[4][]float32, alpha float3
 		for r := range n {
 			crow := c[(i+r)*ldc : (i+r)*ldc+cols]
 			for j := range crow {
-				crow[j] += alpha * out[r*4+j]
+				crow[j] += float32(alpha * out[r*4+j])
 			}
 		}
 	}
@@ -57,11 +63,11 @@ func dotGo(k int, a, b *[4][]float32, out *[16]float32) {
 			var s0, s1 float32
 			p := 0
 			for ; p+1 < k; p += 2 {
-				s0 += ai[p] * bj[p]
-				s1 += ai[p+1] * bj[p+1]
+				s0 += float32(ai[p] * bj[p])
+				s1 += float32(ai[p+1] * bj[p+1])
 			}
 			if p < k {
-				s0 += ai[p] * bj[p]
+				s0 += float32(ai[p] * bj[p])
 			}
 			out[i*4+j] = s0 + s1
 		}
@@ -75,13 +81,13 @@ func gemvGo(k int, alpha float32, a, b []float32, ldb int, c []float32) {
 		var s0, s1 float32
 		p := 0
 		for ; p+1 < k; p += 2 {
-			s0 += a[p] * bj[p]
-			s1 += a[p+1] * bj[p+1]
+			s0 += float32(a[p] * bj[p])
+			s1 += float32(a[p+1] * bj[p+1])
 		}
 		if p < k {
-			s0 += a[p] * bj[p]
+			s0 += float32(a[p] * bj[p])
 		}
-		c[j] += alpha * (s0 + s1)
+		c[j] += float32(alpha * (s0 + s1))
 	}
 }
 
@@ -95,13 +101,13 @@ func gemvGoBF16(k int, alpha float32, a []float32, b []uint16, ldb int, c []floa
 		var s0, s1 float32
 		p := 0
 		for ; p+1 < k; p += 2 {
-			s0 += a[p] * bf16ToFloat32(bj[p])
-			s1 += a[p+1] * bf16ToFloat32(bj[p+1])
+			s0 += float32(a[p] * bf16ToFloat32(bj[p]))
+			s1 += float32(a[p+1] * bf16ToFloat32(bj[p+1]))
 		}
 		if p < k {
-			s0 += a[p] * bf16ToFloat32(bj[p])
+			s0 += float32(a[p] * bf16ToFloat32(bj[p]))
 		}
-		c[j] += alpha * (s0 + s1)
+		c[j] += float32(alpha * (s0 + s1))
 	}
 }
 
