@@ -335,7 +335,9 @@ func (a *app) sandboxGCCmd() *cobra.Command {
 their processes, cgroups and directories, plus stray cgroups and half-written
 snapshots. It also removes cached layers (persona layers, warm Go build caches)
 that no sandbox or snapshot uses and no machine has used for a week: those a
-persona edit, a newer verisim or another Go release left behind.`,
+persona edit, a newer verisim or another Go release left behind. A layer
+counts as used by the sandboxes of this --run-dir and the snapshots of this
+--state: give each state directory one run directory.`,
 		Example: "  verisim sandbox gc",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {

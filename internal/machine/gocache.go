@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/verisim/verisim/internal/fstree"
 	"github.com/verisim/verisim/internal/image"
 	"github.com/verisim/verisim/internal/persona"
 )
@@ -73,9 +74,9 @@ func (b *Builder) goCacheLayer(ctx context.Context, img *image.Image, p *persona
 	if cacheHit(dir) {
 		return dir, nil
 	}
-	tmp := dir + ".tmp-" + randomID()
+	tmp := tempName(dir)
 	// A build that failed half-way leaves a read-only module cache.
-	defer removeAll(tmp)
+	defer fstree.RemoveAll(tmp)
 	home := filepath.Join(tmp, filepath.FromSlash(user.Home))
 	cache := filepath.Join(home, ".cache", "go-build")
 	if err := os.MkdirAll(cache, 0o755); err != nil {
@@ -114,7 +115,7 @@ func (b *Builder) goCacheLayer(ctx context.Context, img *image.Image, p *persona
 		}
 	}
 	for _, d := range []string{mod, filepath.Join(tmp, ".gopath")} {
-		if err := removeAll(d); err != nil {
+		if err := fstree.RemoveAll(d); err != nil {
 			return "", err
 		}
 	}
@@ -139,18 +140,6 @@ func (b *Builder) goCacheLayer(ctx context.Context, img *image.Image, p *persona
 		return "", err
 	}
 	return dir, nil
-}
-
-// removeAll removes a tree the go command wrote, whose module cache is
-// read-only.
-func removeAll(dir string) error {
-	_ = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err == nil && d.IsDir() {
-			_ = os.Chmod(path, 0o755)
-		}
-		return nil
-	})
-	return os.RemoveAll(dir)
 }
 
 // matchParents gives each directory of layer on the path to dir (an

@@ -218,7 +218,7 @@ func (b *Builder) personaLayer(img *image.Image, p *persona.Persona) (string, er
 	if err := os.MkdirAll(b.dir, 0o700); err != nil {
 		return "", err
 	}
-	tmp := dir + ".tmp-" + randomID()
+	tmp := tempName(dir)
 	defer os.RemoveAll(tmp)
 	if err := p.WriteLayer(tmp, img.ReadFile); err != nil {
 		return "", fmt.Errorf("build persona layer: %w", err)
@@ -243,13 +243,12 @@ func (b *Builder) personaLayer(img *image.Image, p *persona.Persona) (string, er
 // now: its modification time is when a machine last used it, by which
 // "verisim sandbox gc" tells a cache in use from one left behind (a
 // persona changed, an older layer format, another Go release).
+//
+// Marking is the check: a layer gc has just moved aside fails it, and one
+// marked before gc moves it is seen by gc as in use and put back.
 func cacheHit(dir string) bool {
-	if _, err := os.Stat(dir); err != nil {
-		return false
-	}
 	now := time.Now()
-	_ = os.Chtimes(dir, now, now)
-	return true
+	return os.Chtimes(dir, now, now) == nil
 }
 
 // memberOf lists the gids of the groups in an /etc/group file that name
@@ -274,6 +273,13 @@ func memberOf(groupFile, user string) ([]uint32, error) {
 		}
 	}
 	return out, nil
+}
+
+// tempName names the directory a layer is built in before it is renamed
+// to dir: "<dir>.tmp-<pid>-<random>", so that "verisim sandbox gc" leaves
+// it alone while this process lives, however long the build takes.
+func tempName(dir string) string {
+	return dir + ".tmp-" + strconv.Itoa(os.Getpid()) + "-" + randomID()
 }
 
 func randomID() string {

@@ -231,7 +231,7 @@ func (cs *cgroupSetup) create(id string, withCPU bool) (cg *cgroup, retErr error
 			return nil, err
 		}
 		d := filepath.Join(cs.v2, id)
-		if err := os.Mkdir(d, 0o755); err != nil {
+		if err := mkdirIn(d, cs.prepareV2); err != nil {
 			return nil, fmt.Errorf("create cgroup: %w", err)
 		}
 		cg.Dirs[""] = d
@@ -241,13 +241,7 @@ func (cs *cgroupSetup) create(id string, withCPU bool) (cg *cgroup, retErr error
 			continue
 		}
 		d := filepath.Join(base, id)
-		err := os.Mkdir(d, 0o755)
-		if errors.Is(err, os.ErrNotExist) {
-			if err = os.MkdirAll(base, 0o755); err == nil {
-				err = os.Mkdir(d, 0o755)
-			}
-		}
-		if err != nil {
+		if err := mkdirIn(d, func() error { return os.MkdirAll(base, 0o755) }); err != nil {
 			return nil, fmt.Errorf("create %s cgroup: %w", c, err)
 		}
 		cg.Dirs[c] = d
@@ -259,6 +253,23 @@ func (cs *cgroupSetup) create(id string, withCPU bool) (cg *cgroup, retErr error
 		}
 	}
 	return cg, nil
+}
+
+// mkdirIn makes the cgroup directory d, running prepare to make its
+// parent when that is missing. A runtime of another process sharing the
+// run directory removes the parent when it closes with no sandbox left in
+// it, which can happen between the two steps: then both run again.
+func mkdirIn(d string, prepare func() error) error {
+	var err error
+	for range 3 {
+		if err = os.Mkdir(d, 0o755); !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+		if err = prepare(); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+	}
+	return err
 }
 
 // setIdle gives the cgroup the least CPU weight (on) or the default (off).

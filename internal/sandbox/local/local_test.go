@@ -456,6 +456,10 @@ func TestGCCaches(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer sb.Close(context.Background())
+	// Layers being built: by this process (kept, however long it takes)
+	// and by one that is gone (removed).
+	building := mk(fmt.Sprintf("gocache-00000000000000cc.tmp-%d-1a2b3c", os.Getpid()), time.Now().Add(-2*time.Hour))
+	orphan := mk("persona-00000000000000dd.tmp-999999999-1a2b3c", time.Now())
 	lock := filepath.Join(layers, "gocache-0123456789abcdef.lock")
 	if err := os.WriteFile(lock, nil, 0o600); err != nil {
 		t.Fatal(err)
@@ -468,21 +472,30 @@ func TestGCCaches(t *testing.T) {
 	if rep.Caches != 2 {
 		t.Errorf("gc removed %d cached layers, want 2: %+v", rep.Caches, rep)
 	}
-	for _, p := range []string{stale, staleGo} {
+	for _, p := range []string{stale, staleGo, orphan} {
 		if _, err := os.Stat(p); !os.IsNotExist(err) {
 			t.Errorf("%s unused for 8 days: still there (%v)", filepath.Base(p), err)
 		}
 	}
-	for _, p := range []string{recent, underSnap, underBox, snap, snap + ".json", lock} {
+	for _, p := range []string{recent, underSnap, underBox, snap, snap + ".json", lock, building} {
 		if _, err := os.Stat(p); err != nil {
 			t.Errorf("%s should stay: %v", filepath.Base(p), err)
 		}
 	}
 	ents, _ := os.ReadDir(layers)
 	for _, e := range ents {
-		if strings.Contains(e.Name(), ".tmp-") {
+		if strings.Contains(e.Name(), ".tmp-") && e.Name() != filepath.Base(building) {
 			t.Errorf("gc left %s", e.Name())
 		}
+	}
+	// A builder that marks a layer used while gc moves it aside gets it
+	// back.
+	touched := mk("persona-00000000000000ee", time.Now())
+	if removed, err := removeCache(touched); removed || err != nil {
+		t.Errorf("removeCache of a layer just used: removed %v, %v", removed, err)
+	}
+	if _, err := os.Stat(filepath.Join(touched, "home", "dev", ".bashrc")); err != nil {
+		t.Errorf("layer used meanwhile not put back whole: %v", err)
 	}
 	if r := sandboxtest.Sh(t, sb, "echo ok"); r.Stdout != "ok\n" {
 		t.Errorf("sandbox after gc: %+v", r)

@@ -20,6 +20,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/verisim/verisim/internal/atomicfile"
+	"github.com/verisim/verisim/internal/fstree"
 	"github.com/verisim/verisim/internal/sandbox"
 	"github.com/verisim/verisim/internal/sandbox/guest"
 )
@@ -789,6 +790,37 @@ func olderThan(path string, d time.Duration) bool {
 	return err == nil && time.Since(fi.ModTime()) > d
 }
 
+// tmpKeep is how long GC leaves a temporary layer whose maker still
+// lives (its pid may since name another process).
+const tmpKeep = 24 * time.Hour
+
+// removeCache removes the cached layer p, reporting whether it did. It
+// first moves the layer out of the builders' sight, then looks again: a
+// builder that marked it used in the meantime (package machine's cacheHit
+// sets its modification time) gets it back; one that looks later builds it
+// afresh. A removal cut short leaves a ".tmp-" name the next collection
+// finishes.
+func removeCache(p string) (bool, error) {
+	gone := p + ".tmp-gc"
+	if err := os.Rename(p, gone); err != nil {
+		return false, fmt.Errorf("remove cached layer %s: %w", p, err)
+	}
+	if !olderThan(gone, cacheKeep) {
+		err := os.Rename(gone, p)
+		if err == nil {
+			return false, nil
+		}
+		if !errors.Is(err, os.ErrExist) && !errors.Is(err, unix.ENOTEMPTY) {
+			return false, fmt.Errorf("put back cached layer %s: %w", p, err)
+		}
+		// Built again meanwhile: the one moved aside is a spare.
+	}
+	if err := fstree.RemoveAll(gone); err != nil {
+		return false, fmt.Errorf("remove cached layer %s: %w", p, err)
+	}
+	return true, nil
+}
+
 // cacheKeep is how long a cached layer (a persona's, a warm Go build
 // cache) that no sandbox or snapshot uses is kept after a machine last
 // used it (package machine marks each use in its modification time).
@@ -826,31 +858,40 @@ func (r *Runtime) gcLayers(rep *sandbox.GCReport) {
 		name := e.Name()
 		var remove bool
 		switch {
-		case strings.HasPrefix(name, ".tmp-"):
-			// A snapshot copy: ".tmp-<pid>-<id>".
-			pid, _ := strconv.Atoi(strings.SplitN(strings.TrimPrefix(name, ".tmp-"), "-", 2)[0])
-			remove = !processAlive(pid)
 		case strings.Contains(name, ".tmp-"):
-			remove = olderThan(p, gcGrace)
+			// A snapshot copy (".tmp-<pid>-<id>") or a layer being built
+			// ("<layer>.tmp-<pid>-<random>") goes with the process that
+			// makes it; other temporary names (a cache gc moved aside,
+			// an older verisim's layer builds) once they are not fresh.
+			_, tag, _ := strings.Cut(name, ".tmp-")
+			if pid, err := strconv.Atoi(strings.SplitN(tag, "-", 2)[0]); err == nil {
+				remove = !processAlive(pid) || olderThan(p, tmpKeep)
+			} else {
+				remove = olderThan(p, gcGrace)
+			}
 		case strings.HasPrefix(name, "ws-"):
 			remove = !used[p] && olderThan(p, gcGrace)
 		case strings.HasSuffix(name, ".json"):
 			_, err := os.Stat(strings.TrimSuffix(p, ".json"))
 			remove = os.IsNotExist(err)
 		case (strings.HasPrefix(name, "persona-") || strings.HasPrefix(name, "gocache-")) && e.IsDir():
-			if used[p] || !olderThan(p, cacheKeep) {
-				continue
-			}
-			// Out of the builders' sight first: one that looks for it
-			// now builds it afresh, and a removal cut short leaves a
-			// ".tmp-" name the next collection finishes.
-			gone := p + ".tmp-gc"
-			if os.Rename(p, gone) == nil && os.RemoveAll(gone) == nil {
-				rep.Caches++
+			if !used[p] && olderThan(p, cacheKeep) {
+				removed, err := removeCache(p)
+				if err != nil {
+					rep.Errors = append(rep.Errors, err.Error())
+				}
+				if removed {
+					rep.Caches++
+				}
 			}
 			continue
 		}
-		if remove && os.RemoveAll(p) == nil {
+		if !remove {
+			continue
+		}
+		if err := fstree.RemoveAll(p); err != nil {
+			rep.Errors = append(rep.Errors, fmt.Sprintf("remove %s: %v", p, err))
+		} else {
 			rep.Dirs++
 		}
 	}
