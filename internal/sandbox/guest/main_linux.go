@@ -1,7 +1,6 @@
 package guest
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -200,10 +199,7 @@ func readConfig(cfg *Config) error {
 	if err != nil {
 		return fmt.Errorf("read config: %w", err)
 	}
-	if err := json.Unmarshal(b, cfg); err != nil {
-		return fmt.Errorf("decode config: %w", err)
-	}
-	return nil
+	return cfg.UnmarshalJSON(b)
 }
 
 // warmUp runs /bin/true of the host (the root is not built yet) through

@@ -1,7 +1,6 @@
 package guest
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -293,7 +292,7 @@ func (s *server) exec(c *wire.Conn, req *wire.Request) {
 				}
 			case wire.TypeResize:
 				var ws wire.WinSize
-				if json.Unmarshal(payload, &ws) == nil && p.tty {
+				if ws.UnmarshalJSON(payload) == nil && p.tty {
 					setWinsize(p.stdin, ws)
 				}
 			}

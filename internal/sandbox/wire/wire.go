@@ -167,9 +167,18 @@ func (c *Conn) Write(typ byte, payload []byte) error {
 	return err
 }
 
-// WriteJSON sends v as a JSON frame.
+// WriteJSON sends v as a JSON frame. A v that encodes itself (the
+// messages the init sends for every command) skips encoding/json.
 func (c *Conn) WriteJSON(typ byte, v any) error {
-	b, err := json.Marshal(v)
+	var (
+		b   []byte
+		err error
+	)
+	if m, ok := v.(json.Marshaler); ok {
+		b, err = m.MarshalJSON()
+	} else {
+		b, err = json.Marshal(v)
+	}
 	if err != nil {
 		return fmt.Errorf("wire: encode %c: %w", typ, err)
 	}
@@ -207,6 +216,11 @@ func (c *Conn) ReadJSON(typ byte, v any) error {
 	}
 	if t != typ {
 		return fmt.Errorf("wire: got frame %q, want %q", t, typ)
+	}
+	// A v that decodes itself (the messages the init reads for every
+	// command) skips encoding/json.
+	if u, ok := v.(json.Unmarshaler); ok {
+		return u.UnmarshalJSON(p)
 	}
 	return json.Unmarshal(p, v)
 }
