@@ -390,11 +390,8 @@ func (b *box) destroy(ctx context.Context) error {
 		b.lifeline.Close()
 	}
 	if b.m.Cgroup != nil {
-		// Processes that were never in the PID namespace cannot exist, but a
-		// cgroup may still list the init's children for a moment.
-		for _, pid := range b.m.Cgroup.pids() {
-			_ = unix.Kill(pid, unix.SIGKILL)
-		}
+		// remove kills what a cgroup may still list of the init's children
+		// for a moment after it exits.
 		if err := b.m.Cgroup.remove(); err != nil {
 			errs = append(errs, err)
 		}

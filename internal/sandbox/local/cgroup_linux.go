@@ -526,7 +526,16 @@ func (cg *cgroup) remove() error {
 	for c, d := range cg.Dirs {
 		err := pollUntil(5*time.Second, func() bool {
 			err := removeTree(d)
-			return err == nil || errors.Is(err, os.ErrNotExist)
+			if err == nil || errors.Is(err, os.ErrNotExist) {
+				return true
+			}
+			// Still in use: for a moment after the init's exit the cgroup
+			// may list processes of the sandbox (never any from outside
+			// its PID namespace), or the caller did not stop them.
+			for _, pid := range pidsIn(d) {
+				_ = unix.Kill(pid, unix.SIGKILL)
+			}
+			return false
 		})
 		if err != nil {
 			errs = append(errs, fmt.Errorf("remove %s cgroup %s: processes still in it", c, d))
@@ -537,8 +546,13 @@ func (cg *cgroup) remove() error {
 
 // removeTree removes the cgroup directory d and the cgroups under it,
 // deepest first. A cgroup directory holds only control files, which go
-// with it, and child cgroups.
+// with it, and child cgroups; one without children goes at the first try,
+// without listing its control files.
 func removeTree(d string) error {
+	err := os.Remove(d)
+	if !errors.Is(err, unix.EBUSY) && !errors.Is(err, unix.ENOTEMPTY) {
+		return err
+	}
 	ents, err := os.ReadDir(d)
 	if err != nil {
 		return err
@@ -565,28 +579,37 @@ func (cg *cgroup) dirFor(c string) string {
 // cgroups under them included.
 func (cg *cgroup) pids() []int {
 	for _, d := range cg.Dirs {
-		if _, err := os.Stat(d); err != nil {
-			continue
+		if out, ok := pidsInTree(d); ok {
+			return out
 		}
-		var out []int
-		err := filepath.WalkDir(d, func(p string, e fs.DirEntry, err error) error {
-			if err != nil || !e.IsDir() {
-				return nil
-			}
-			b, _ := os.ReadFile(filepath.Join(p, "cgroup.procs"))
-			for _, f := range strings.Fields(string(b)) {
-				if n, err := strconv.Atoi(f); err == nil && !slices.Contains(out, n) {
-					out = append(out, n)
-				}
-			}
-			return nil
-		})
-		if err != nil {
-			continue
-		}
-		return out
 	}
 	return nil
+}
+
+// pidsIn lists the processes in cgroup d and the cgroups under it.
+func pidsIn(d string) []int {
+	out, _ := pidsInTree(d)
+	return out
+}
+
+func pidsInTree(d string) ([]int, bool) {
+	if _, err := os.Stat(d); err != nil {
+		return nil, false
+	}
+	var out []int
+	err := filepath.WalkDir(d, func(p string, e fs.DirEntry, err error) error {
+		if err != nil || !e.IsDir() {
+			return nil
+		}
+		b, _ := os.ReadFile(filepath.Join(p, "cgroup.procs"))
+		for _, f := range strings.Fields(string(b)) {
+			if n, err := strconv.Atoi(f); err == nil && !slices.Contains(out, n) {
+				out = append(out, n)
+			}
+		}
+		return nil
+	})
+	return out, err == nil
 }
 
 func writeFile(dir, name, v string) error {

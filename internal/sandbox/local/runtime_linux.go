@@ -333,14 +333,20 @@ func sessionNumber(id string) int {
 // kernel's pid_max (which caps namespaces too before Linux 6.14).
 func lastPID(id string) int {
 	n, _ := strconv.ParseUint(id[:6], 16, 32)
+	return 2000 + int(n%uint64(lastPIDSpan()))
+}
+
+// lastPIDSpan is how far above 2000 a sandbox's first PIDs may start: 40000,
+// less where the host's pid_max (read once) is lower.
+var lastPIDSpan = sync.OnceValue(func() int {
 	span := 40000
 	if b, err := os.ReadFile("/proc/sys/kernel/pid_max"); err == nil {
 		if limit, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && limit-3000 < 2000+span {
 			span = max(1000, limit-3000-2000)
 		}
 	}
-	return 2000 + int(n%uint64(span))
-}
+	return span
+})
 
 // initProc is a started init waiting for its config: in fresh namespaces,
 // in its own (still unlimited) cgroups, with an empty run directory.
