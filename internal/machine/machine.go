@@ -245,10 +245,15 @@ func (b *Builder) personaLayer(img *image.Image, p *persona.Persona) (string, er
 // persona changed, an older layer format, another Go release).
 //
 // Marking is the check: a layer gc has just moved aside fails it, and one
-// marked before gc moves it is seen by gc as in use and put back.
+// marked before gc moves it is seen by gc as in use and put back. A layer
+// this user may not mark (another user's) is a hit when it exists.
 func cacheHit(dir string) bool {
 	now := time.Now()
-	return os.Chtimes(dir, now, now) == nil
+	err := os.Chtimes(dir, now, now)
+	if errors.Is(err, fs.ErrPermission) {
+		_, err = os.Stat(dir)
+	}
+	return err == nil
 }
 
 // memberOf lists the gids of the groups in an /etc/group file that name

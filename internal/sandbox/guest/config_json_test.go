@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"testing"
+
+	"github.com/verisim/verisim/internal/sandbox/wire/jsonlite/jsonlitetest"
 )
 
 // plainConfig is Config without its decoder, for encoding/json to decode
@@ -68,5 +70,21 @@ func TestConfigDecodesAsEncodingJSON(t *testing.T) {
 		if err := c.UnmarshalJSON([]byte(bad)); err == nil {
 			t.Errorf("%s: decoded without error", bad)
 		}
+	}
+}
+
+// TestConfigCoversEveryField: with every field set, the decoder agrees with
+// encoding/json, so a field added to Config and forgotten in its decoder
+// fails here.
+func TestConfigCoversEveryField(t *testing.T) {
+	var c plainConfig
+	jsonlitetest.Fill(&c)
+	b, err := json.Marshal(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got Config
+	if err := got.UnmarshalJSON(b); err != nil || !reflect.DeepEqual(got, Config(c)) {
+		t.Errorf("%s:\ngot  %+v (%v)\nwant %+v", b, got, err, c)
 	}
 }

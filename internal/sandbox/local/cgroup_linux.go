@@ -219,8 +219,8 @@ type cgroup struct {
 // create makes the sandbox's cgroups, with no limits yet; the v1 cpu
 // hierarchy only when withCPU (each hierarchy costs a process migration).
 // On error it removes what it made.
-func (cs *cgroupSetup) create(id string, withCPU bool) (cg *cgroup, retErr error) {
-	cg = &cgroup{Dirs: map[string]string{}}
+func (cs *cgroupSetup) create(id string, withCPU bool) (_ *cgroup, retErr error) {
+	cg := &cgroup{Dirs: map[string]string{}}
 	defer func() {
 		if retErr != nil {
 			cg.remove()
@@ -260,16 +260,15 @@ func (cs *cgroupSetup) create(id string, withCPU bool) (cg *cgroup, retErr error
 // run directory removes the parent when it closes with no sandbox left in
 // it, which can happen between the two steps: then both run again.
 func mkdirIn(d string, prepare func() error) error {
-	var err error
-	for range 3 {
-		if err = os.Mkdir(d, 0o755); !errors.Is(err, os.ErrNotExist) {
+	for attempt := 1; ; attempt++ {
+		err := os.Mkdir(d, 0o755)
+		if !errors.Is(err, os.ErrNotExist) || attempt == 3 {
 			return err
 		}
-		if err = prepare(); err != nil && !errors.Is(err, os.ErrNotExist) {
+		if err := prepare(); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return err
 		}
 	}
-	return err
 }
 
 // setIdle gives the cgroup the least CPU weight (on) or the default (off).
@@ -549,7 +548,7 @@ func (cg *cgroup) remove() error {
 // with it, and child cgroups; one without children goes at the first try,
 // without listing its control files.
 func removeTree(d string) error {
-	err := os.Remove(d)
+	err := unix.Rmdir(d)
 	if !errors.Is(err, unix.EBUSY) && !errors.Is(err, unix.ENOTEMPTY) {
 		return err
 	}
@@ -564,7 +563,7 @@ func removeTree(d string) error {
 			}
 		}
 	}
-	return os.Remove(d)
+	return unix.Rmdir(d)
 }
 
 // dirFor is the directory holding controller c's files.

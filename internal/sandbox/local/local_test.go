@@ -458,7 +458,8 @@ func TestGCCaches(t *testing.T) {
 	defer sb.Close(context.Background())
 	// Layers being built: by this process (kept, however long it takes)
 	// and by one that is gone (removed).
-	building := mk(fmt.Sprintf("gocache-00000000000000cc.tmp-%d-1a2b3c", os.Getpid()), time.Now().Add(-2*time.Hour))
+	// Its times copied from an old layer, as a snapshot copy's are.
+	building := mk(fmt.Sprintf("gocache-00000000000000cc.tmp-%d-1a2b3c", os.Getpid()), old)
 	orphan := mk("persona-00000000000000dd.tmp-999999999-1a2b3c", time.Now())
 	lock := filepath.Join(layers, "gocache-0123456789abcdef.lock")
 	if err := os.WriteFile(lock, nil, 0o600); err != nil {

@@ -796,6 +796,17 @@ func olderThan(path string, d time.Duration) bool {
 	return err == nil && time.Since(fi.ModTime()) > d
 }
 
+// unchangedFor reports whether path's inode has not changed for d. Unlike
+// its modification time, which a layer copy sets back to its source's, the
+// change time cannot be set.
+func unchangedFor(path string, d time.Duration) bool {
+	var st unix.Stat_t
+	if unix.Lstat(path, &st) != nil {
+		return false
+	}
+	return time.Since(time.Unix(st.Ctim.Unix())) > d
+}
+
 // tmpKeep is how long GC leaves a temporary layer whose maker still
 // lives (its pid may since name another process).
 const tmpKeep = 24 * time.Hour
@@ -871,7 +882,7 @@ func (r *Runtime) gcLayers(rep *sandbox.GCReport) {
 			// an older verisim's layer builds) once they are not fresh.
 			_, tag, _ := strings.Cut(name, ".tmp-")
 			if pid, err := strconv.Atoi(strings.SplitN(tag, "-", 2)[0]); err == nil {
-				remove = !processAlive(pid) || olderThan(p, tmpKeep)
+				remove = !processAlive(pid) || unchangedFor(p, tmpKeep)
 			} else {
 				remove = olderThan(p, gcGrace)
 			}

@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/verisim/verisim/internal/sandbox/wire/jsonlite/jsonlitetest"
 )
 
 // The types without their codec methods, for encoding/json to handle as
@@ -145,5 +147,40 @@ func TestResponseAndExitEncodeAsEncodingJSON(t *testing.T) {
 		if got, err := x.MarshalJSON(); err != nil || string(got) != string(want) {
 			t.Fatalf("Exit %+v: got %s (%v), want %s", x, got, err, want)
 		}
+	}
+}
+
+// TestCodecsCoverEveryField: with every field set, the codecs agree with
+// encoding/json, so a field added to a message and forgotten in its codec
+// fails here.
+func TestCodecsCoverEveryField(t *testing.T) {
+	var q plainRequest
+	jsonlitetest.Fill(&q)
+	b, err := json.Marshal(q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got Request
+	if err := got.UnmarshalJSON(b); err != nil || !reflect.DeepEqual(got, Request(q)) {
+		t.Errorf("request %s:\ngot  %+v (%v)\nwant %+v", b, got, err, q)
+	}
+	var w plainWinSize
+	jsonlitetest.Fill(&w)
+	b, _ = json.Marshal(w)
+	var gw WinSize
+	if err := gw.UnmarshalJSON(b); err != nil || gw != WinSize(w) {
+		t.Errorf("window size %s: got %+v (%v)", b, gw, err)
+	}
+	var p plainResponse
+	jsonlitetest.Fill(&p)
+	want, _ := json.Marshal(p)
+	if b, err := Response(p).MarshalJSON(); err != nil || string(b) != string(want) {
+		t.Errorf("response:\ngot  %s (%v)\nwant %s", b, err, want)
+	}
+	var x plainExit
+	jsonlitetest.Fill(&x)
+	want, _ = json.Marshal(x)
+	if b, err := Exit(x).MarshalJSON(); err != nil || string(b) != string(want) {
+		t.Errorf("exit: got %s (%v), want %s", b, err, want)
 	}
 }

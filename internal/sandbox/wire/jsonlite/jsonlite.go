@@ -11,8 +11,9 @@
 // through this package (see wire.Request.UnmarshalJSON); everything else,
 // the host side included, may keep using encoding/json on the same bytes.
 //
-// Reader accepts any JSON text and follows encoding/json where the two
-// could differ for these messages: unknown keys and their values are
+// Reader accepts any JSON text encoding/json accepts (nesting, as there, at
+// most 10000 deep) and follows encoding/json where the two could differ for
+// these messages: unknown keys and their values are
 // skipped, null leaves a field at its zero value, integers must be integer
 // literals that fit the field, and invalid UTF-8 or lone surrogates in
 // strings become U+FFFD. Keys match exactly (encoding/json also accepts
@@ -29,9 +30,24 @@ import (
 
 // Reader reads one JSON value from a byte slice.
 type Reader struct {
-	b []byte
-	i int
+	b     []byte
+	i     int
+	depth int
 }
+
+// maxDepth bounds how deeply objects and arrays nest, as encoding/json
+// bounds it: deeper input is refused, not read into a deeper stack.
+const maxDepth = 10000
+
+// enter counts one more level of nesting; leave undoes it.
+func (r *Reader) enter() error {
+	if r.depth++; r.depth > maxDepth {
+		return r.errorf("nested deeper than %d", maxDepth)
+	}
+	return nil
+}
+
+func (r *Reader) leave() { r.depth-- }
 
 // NewReader reads the JSON text b.
 func NewReader(b []byte) *Reader { return &Reader{b: b} }
@@ -94,6 +110,10 @@ func (r *Reader) Object(field func(key string) error) error {
 	if r.peek() != '{' {
 		return r.errorf("want an object")
 	}
+	if err := r.enter(); err != nil {
+		return err
+	}
+	defer r.leave()
 	r.i++
 	if r.peek() == '}' {
 		r.i++
@@ -135,6 +155,10 @@ func (r *Reader) Array(elem func() error) (bool, error) {
 	if r.peek() != '[' {
 		return false, r.errorf("want an array")
 	}
+	if err := r.enter(); err != nil {
+		return false, err
+	}
+	defer r.leave()
 	r.i++
 	if r.peek() == ']' {
 		r.i++

@@ -129,18 +129,38 @@ func TestSkip(t *testing.T) {
 	}
 }
 
+// TestDepth: nesting is bounded as encoding/json bounds it, and deep input
+// is refused without growing the stack with it.
+func TestDepth(t *testing.T) {
+	for _, tc := range []struct {
+		depth int
+		ok    bool
+	}{{10000, true}, {10001, false}, {1 << 20, false}} {
+		b := []byte(strings.Repeat("[", tc.depth) + strings.Repeat("]", tc.depth))
+		rd := NewReader(b)
+		err := rd.Skip()
+		if err == nil {
+			err = rd.End()
+		}
+		if (err == nil) != tc.ok || json.Valid(b) != tc.ok {
+			t.Errorf("depth %d: jsonlite %v, json.Valid %v, want ok=%v", tc.depth, err, json.Valid(b), tc.ok)
+		}
+	}
+}
+
 func FuzzReader(f *testing.F) {
 	for _, s := range []string{`{"a":[1,"x",{"b":null}]}`, `"\ud83d\ude00"`, `[true,false]`, `-1.5e3`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		rd := NewReader(b)
-		if rd.Skip() != nil || rd.End() != nil {
-			return
+		err := rd.Skip()
+		if err == nil {
+			err = rd.End()
 		}
-		// What jsonlite takes whole, encoding/json takes too.
-		if !json.Valid(b) {
-			t.Fatalf("jsonlite accepted %q, which is not valid JSON", b)
+		// jsonlite takes whole exactly what encoding/json takes.
+		if valid := json.Valid(b); valid != (err == nil) {
+			t.Fatalf("%q: json.Valid %v, jsonlite %v", b, valid, err)
 		}
 	})
 }
