@@ -523,6 +523,12 @@ func (cg *cgroup) freeze(on bool) error {
 func (cg *cgroup) remove() error {
 	var errs []error
 	for c, d := range cg.Dirs {
+		// The cgroups this package made below the sandbox's own go first,
+		// deepest first, each at one rmdir; removeTree then lists only
+		// what is left, which is nothing unless something else made it.
+		for _, sub := range cg.subtree(c, d) {
+			_ = unix.Rmdir(sub)
+		}
 		err := pollUntil(5*time.Second, func() bool {
 			err := removeTree(d)
 			if err == nil || errors.Is(err, os.ErrNotExist) {
@@ -541,6 +547,22 @@ func (cg *cgroup) remove() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// subtree lists the cgroups this package makes below the sandbox's cgroup
+// d of controller c, deepest first: on the v1 pids hierarchy the commands'
+// login-session scope with its slices, and the init's scope.
+func (cg *cgroup) subtree(c, d string) []string {
+	if c != "pids" {
+		return nil
+	}
+	var out []string
+	if cg.Commands != "" {
+		for s := filepath.Dir(cg.Commands); s != d && strings.HasPrefix(s, d+"/"); s = filepath.Dir(s) {
+			out = append(out, s)
+		}
+	}
+	return append(out, filepath.Join(d, initScope))
 }
 
 // removeTree removes the cgroup directory d and the cgroups under it,
