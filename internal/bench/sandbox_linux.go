@@ -120,6 +120,7 @@ func Sandbox(ctx context.Context, o SandboxOptions) (*Table, error) {
 		lifecycle.Cells[subj] = result(subj, lifecycle.Scenario, samples[i], errs[i])
 	}
 	t.Rows = append(t.Rows, lifecycle)
+	t.Notes = append(t.Notes, LifecycleVerdict(lifecycle)...)
 
 	execRow := Row{Scenario: "exec true in a running sandbox", Cells: map[string]Cell{}}
 	sb, err := o.Runtime.Create(ctx, o.Spec)
@@ -184,6 +185,39 @@ func Lifecycle(rt sandbox.Runtime, spec sandbox.Spec) func(context.Context) erro
 		}
 		return err
 	}
+}
+
+// LifecycleVerdict compares the lifecycle row with the sandbox targets, a
+// line each: verisim's p50 and p99 against 5 and 15 ms, and its p50 against
+// bwrap's (faster) and runc's (at least 5× faster), for the peers measured.
+func LifecycleVerdict(r Row) []string {
+	v, ok := r.Cells[SubjectVerisim]
+	if !ok || len(v.Samples) == 0 {
+		return nil
+	}
+	met := func(ok bool) string {
+		if ok {
+			return "met"
+		}
+		return "not met"
+	}
+	p50, p99 := v.Samples.Quantile(0.5), v.Samples.Quantile(0.99)
+	out := []string{fmt.Sprintf("target check, %s: verisim p50 %s ms (≤ 5: %s), p99 %s ms (≤ 15: %s)",
+		r.Scenario, ms(p50), met(p50 <= 5*time.Millisecond), ms(p99), met(p99 <= 15*time.Millisecond))}
+	if b, ok := r.Cells[SubjectBwrap]; ok && len(b.Samples) > 0 {
+		bp := b.Samples.Quantile(0.5)
+		rel := fmt.Sprintf("%.2f× faster", float64(bp)/float64(p50))
+		if p50 > bp {
+			rel = fmt.Sprintf("%.2f× slower", float64(p50)/float64(bp))
+		}
+		out = append(out, fmt.Sprintf("target check: bwrap p50 %s ms, verisim %s (faster than bwrap: %s)", ms(bp), rel, met(p50 < bp)))
+	}
+	if c, ok := r.Cells[SubjectRunc]; ok && len(c.Samples) > 0 {
+		rp := c.Samples.Quantile(0.5)
+		x := float64(rp) / float64(p50)
+		out = append(out, fmt.Sprintf("target check: runc p50 %s ms, verisim %.2f× faster (≥ 5×: %s)", ms(rp), x, met(x >= 5)))
+	}
+	return out
 }
 
 func contains(l []string, s string) bool {
