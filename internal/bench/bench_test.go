@@ -25,7 +25,7 @@ func TestMain(m *testing.M) {
 
 // setup builds the default machine (host image, built-in persona, default
 // limits) and cold and warm local runtimes.
-func setup(b testing.TB) (cold, warm *local.Runtime, spec sandbox.Spec, work string) {
+func setup(b *testing.B) (cold, warm *local.Runtime, spec sandbox.Spec, work string) {
 	b.Helper()
 	if os.Geteuid() != 0 {
 		b.Skip("the local sandbox backend needs root")

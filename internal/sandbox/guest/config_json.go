@@ -19,13 +19,7 @@ func (c *Config) UnmarshalJSON(b []byte) error {
 		case "hostname":
 			return r.StringTo(&c.Hostname)
 		case "session":
-			if null, err := r.Null(); null || err != nil {
-				c.Session = nil
-				return err
-			}
-			s := &Session{}
-			c.Session = s
-			return r.Object(func(key string) error {
+			return jsonlite.PtrTo(r, &c.Session, func(s *Session, key string) error {
 				switch key {
 				case "user":
 					return r.StringTo(&s.User)

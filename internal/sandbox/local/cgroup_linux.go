@@ -537,7 +537,8 @@ func (cg *cgroup) remove() error {
 			// Still in use: for a moment after the init's exit the cgroup
 			// may list processes of the sandbox (never any from outside
 			// its PID namespace), or the caller did not stop them.
-			for _, pid := range pidsIn(d) {
+			pids, _ := pidsIn(d)
+			for _, pid := range pids {
 				_ = unix.Kill(pid, unix.SIGKILL)
 			}
 			return false
@@ -600,20 +601,16 @@ func (cg *cgroup) dirFor(c string) string {
 // cgroups under them included.
 func (cg *cgroup) pids() []int {
 	for _, d := range cg.Dirs {
-		if out, ok := pidsInTree(d); ok {
+		if out, ok := pidsIn(d); ok {
 			return out
 		}
 	}
 	return nil
 }
 
-// pidsIn lists the processes in cgroup d and the cgroups under it.
-func pidsIn(d string) []int {
-	out, _ := pidsInTree(d)
-	return out
-}
-
-func pidsInTree(d string) ([]int, bool) {
+// pidsIn lists the processes in cgroup d and the cgroups under it, and
+// reports whether it could read d.
+func pidsIn(d string) ([]int, bool) {
 	if _, err := os.Stat(d); err != nil {
 		return nil, false
 	}

@@ -30,12 +30,7 @@ func (q *Request) UnmarshalJSON(b []byte) error {
 		case "timeout_ms":
 			return r.Int64To(&q.TimeoutMS)
 		case "tty":
-			if null, err := r.Null(); null || err != nil {
-				q.TTY = nil
-				return err
-			}
-			q.TTY = &WinSize{}
-			return r.Object(q.TTY.field(r))
+			return jsonlite.PtrTo(r, &q.TTY, func(w *WinSize, key string) error { return w.field(r, key) })
 		case "path":
 			return r.StringTo(&q.Path)
 		case "mode":
@@ -52,20 +47,18 @@ func (q *Request) UnmarshalJSON(b []byte) error {
 // UnmarshalJSON decodes a WinSize into a zero WinSize.
 func (w *WinSize) UnmarshalJSON(b []byte) error {
 	*w = WinSize{}
-	return jsonlite.Decode(b, "window size", func(r *jsonlite.Reader, key string) error { return w.field(r)(key) })
+	return jsonlite.Decode(b, "window size", w.field)
 }
 
 // field reads the value of one of a WinSize's keys.
-func (w *WinSize) field(r *jsonlite.Reader) func(key string) error {
-	return func(key string) error {
-		switch key {
-		case "rows":
-			return r.Uint16To(&w.Rows)
-		case "cols":
-			return r.Uint16To(&w.Cols)
-		}
-		return r.Skip()
+func (w *WinSize) field(r *jsonlite.Reader, key string) error {
+	switch key {
+	case "rows":
+		return r.Uint16To(&w.Rows)
+	case "cols":
+		return r.Uint16To(&w.Cols)
 	}
+	return r.Skip()
 }
 
 // MarshalJSON encodes a Response.

@@ -180,6 +180,18 @@ func (r *Reader) Array(elem func() error) (bool, error) {
 	}
 }
 
+// PtrTo reads an object into a new *T at *p with field, as Object calls
+// it; null reads as nil.
+func PtrTo[T any](r *Reader, p **T, field func(v *T, key string) error) error {
+	if null, err := r.Null(); null || err != nil {
+		*p = nil
+		return err
+	}
+	v := new(T)
+	*p = v
+	return r.Object(func(key string) error { return field(v, key) })
+}
+
 // ArrayTo reads an array into *p, each element with elem; null reads as
 // nil, [] as an empty slice.
 func ArrayTo[T any](r *Reader, p *[]T, elem func(v *T) error) error {
@@ -195,13 +207,6 @@ func ArrayTo[T any](r *Reader, p *[]T, elem func(v *T) error) error {
 	}
 	*p = out
 	return err
-}
-
-// Strings reads an array of strings; null reads as nil.
-func (r *Reader) Strings() ([]string, error) {
-	var out []string
-	err := ArrayTo(r, &out, r.StringTo)
-	return out, err
 }
 
 // String reads a string; null reads as "".
@@ -415,13 +420,6 @@ func (r *Reader) Skip() error {
 	}
 }
 
-// Uints32 reads an array of unsigned 32-bit integers; null reads as nil.
-func (r *Reader) Uints32() ([]uint32, error) {
-	var out []uint32
-	err := ArrayTo(r, &out, r.Uint32To)
-	return out, err
-}
-
 // Decode reads the JSON object b whole, calling field for each key as
 // Reader.Object does; its errors name what was decoded.
 func Decode(b []byte, what string, field func(r *Reader, key string) error) error {
@@ -439,8 +437,8 @@ func Decode(b []byte, what string, field func(r *Reader, key string) error) erro
 // StringTo reads a string into *p.
 func (r *Reader) StringTo(p *string) (err error) { *p, err = r.String(); return err }
 
-// StringsTo reads an array of strings into *p.
-func (r *Reader) StringsTo(p *[]string) (err error) { *p, err = r.Strings(); return err }
+// StringsTo reads an array of strings into *p; null reads as nil.
+func (r *Reader) StringsTo(p *[]string) error { return ArrayTo(r, p, r.StringTo) }
 
 // BoolTo reads a boolean into *p.
 func (r *Reader) BoolTo(p *bool) (err error) { *p, err = r.Bool(); return err }
@@ -469,8 +467,9 @@ func (r *Reader) Uint16To(p *uint16) error {
 	return err
 }
 
-// Uints32To reads an array of unsigned 32-bit integers into *p.
-func (r *Reader) Uints32To(p *[]uint32) (err error) { *p, err = r.Uints32(); return err }
+// Uints32To reads an array of unsigned 32-bit integers into *p; null reads
+// as nil.
+func (r *Reader) Uints32To(p *[]uint32) error { return ArrayTo(r, p, r.Uint32To) }
 
 const hex = "0123456789abcdef"
 
