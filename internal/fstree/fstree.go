@@ -1,6 +1,7 @@
-// Package fstree removes directory trees that their own permissions would
-// keep: a Go module cache, for one, makes its directories read-only, which
-// stops os.RemoveAll for any user but root.
+// Package fstree holds small helpers for directory trees: removing trees
+// that their own permissions would keep (a Go module cache, for one, makes
+// its directories read-only, which stops os.RemoveAll for any user but
+// root), and giving built trees their owners where the process may.
 package fstree
 
 import (

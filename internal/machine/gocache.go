@@ -121,14 +121,17 @@ func (b *Builder) goCacheLayer(ctx context.Context, img *image.Image, p *persona
 	}
 	// The directories on the way to the cache take their owner and mode
 	// from the persona layer below, which they hide in the merged view.
-	if err := matchParents(tmp, personaLayer, user.Home); err != nil {
+	// Without root the files stay the builder's, which a rootless
+	// sandbox's user namespace shows as its user's.
+	var own fstree.Owner
+	if err := matchParents(tmp, personaLayer, user.Home, &own); err != nil {
 		return "", err
 	}
 	err = filepath.WalkDir(filepath.Join(home, ".cache"), func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
-		return os.Lchown(path, int(user.UID), int(user.GID))
+		return own.Lchown(path, int(user.UID), int(user.GID))
 	})
 	if err != nil {
 		return "", fmt.Errorf("warm the Go build cache: %w", err)
@@ -144,8 +147,8 @@ func (b *Builder) goCacheLayer(ctx context.Context, img *image.Image, p *persona
 
 // matchParents gives each directory of layer on the path to dir (an
 // in-machine absolute path) the owner and mode the same directory has in
-// ref, when ref has it.
-func matchParents(layer, ref, dir string) error {
+// ref, when ref has it, as far as own may.
+func matchParents(layer, ref, dir string, own *fstree.Owner) error {
 	p := ""
 	for _, el := range strings.Split(strings.Trim(dir, "/"), "/") {
 		p = filepath.Join(p, el)
@@ -161,7 +164,7 @@ func matchParents(layer, ref, dir string) error {
 			return err
 		}
 		if uid, gid, ok := owner(fi); ok {
-			if err := os.Lchown(target, uid, gid); err != nil {
+			if err := own.Lchown(target, uid, gid); err != nil {
 				return err
 			}
 		}

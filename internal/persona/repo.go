@@ -17,6 +17,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/verisim/verisim/internal/fstree"
 )
 
 // PlaceRepo clones the git checkout at src into layerDir at
@@ -624,7 +626,7 @@ func normalMode(m fs.FileMode) fs.FileMode {
 func (p *Persona) makeParents(layerDir, dir string) ([]string, error) {
 	var made []string
 	cur := "/"
-	var own owner
+	var own fstree.Owner
 	for _, elem := range strings.Split(strings.Trim(dir, "/"), "/") {
 		if elem == "" {
 			continue
@@ -648,7 +650,7 @@ func (p *Persona) makeParents(layerDir, dir string) ([]string, error) {
 		if err := os.Chmod(host, mode); err != nil {
 			return made, err
 		}
-		if err := own.lchown(host, uid, gid); err != nil {
+		if err := own.Lchown(host, uid, gid); err != nil {
 			return made, err
 		}
 	}

@@ -1,7 +1,6 @@
 package persona
 
 import (
-	"errors"
 	"fmt"
 	"io/fs"
 	"math/rand/v2"
@@ -10,8 +9,9 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"syscall"
 	"time"
+
+	"github.com/verisim/verisim/internal/fstree"
 )
 
 type nodeKind int
@@ -140,10 +140,10 @@ func (t tree) materialize(root string) error {
 // applyMeta gives the files of t under root their owner, mode and times.
 func (t tree) applyMeta(root string) error {
 	paths := t.paths()
-	var own owner
+	var own fstree.Owner
 	for _, p := range paths {
 		n, host := t[p], filepath.Join(root, filepath.FromSlash(p))
-		if err := own.lchown(host, n.uid, n.gid); err != nil {
+		if err := own.Lchown(host, n.uid, n.gid); err != nil {
 			return err
 		}
 		if n.kind != kindSymlink {
@@ -158,27 +158,6 @@ func (t tree) applyMeta(root string) error {
 		if err := setTimes(host, n.mtime); err != nil {
 			return fmt.Errorf("set times of %s: %w", paths[i], err)
 		}
-	}
-	return nil
-}
-
-// owner changes file ownership. When the process is not allowed to (an
-// unprivileged build) it stops trying and leaves files owned by whoever
-// built them; a runtime that maps ids can still present them as the
-// persona's.
-type owner struct{ denied bool }
-
-func (o *owner) lchown(path string, uid, gid int) error {
-	if o.denied {
-		return nil
-	}
-	err := os.Lchown(path, uid, gid)
-	if errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.EINVAL) {
-		o.denied = true
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("chown %s: %w", path, err)
 	}
 	return nil
 }
