@@ -95,6 +95,14 @@ const FDUpper = 64
 const SocketName = "ctl.sock"
 
 // EnvMarker is set in the init's environment by the host to say "run as the
-// guest init": "1", or "pool" for an init started ahead of need. The init
+// guest init": "1", or "pool" for an init started ahead of need (or
+// MarkerRemove for the layer-removing helper). The init
 // clears its environment before it starts anything.
 const EnvMarker = "VERISIM_GUEST_INIT"
+
+// EnvLateIDMaps is set ("1") by the host when it writes the init's user
+// namespace id maps (with newuidmap and newgidmap) after starting it: the
+// init then waits for them before it touches a file. Otherwise the maps
+// are in place from the start (or there is no user namespace), and the
+// init does not look.
+const EnvLateIDMaps = "VERISIM_GUEST_LATE_IDMAPS"

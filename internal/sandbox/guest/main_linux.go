@@ -26,7 +26,13 @@ func init() {
 // IsInit reports whether this process was started by a host as a sandbox's
 // init. Binaries that can start sandboxes call it first thing in main (and in
 // TestMain) and hand over to Main when it is true.
-func IsInit() bool { v := os.Getenv(EnvMarker); return v == "1" || v == "pool" }
+func IsInit() bool {
+	switch os.Getenv(EnvMarker) {
+	case "1", "pool", MarkerRemove:
+		return true
+	}
+	return false
+}
 
 // Main runs the init and never returns. Errors before serving go to the
 // host over FDStatus; the init then exits, which tears the sandbox down.
@@ -37,7 +43,11 @@ func IsInit() bool { v := os.Getenv(EnvMarker); return v == "1" || v == "pool" }
 // with the mounts of prepare, and the cgroup namespace is entered on the
 // spawner thread while finish builds the root.
 func Main() {
+	if os.Getenv(EnvMarker) == MarkerRemove {
+		removeMain()
+	}
 	pooled := os.Getenv(EnvMarker) == "pool"
+	lateMaps := os.Getenv(EnvLateIDMaps) != ""
 	os.Clearenv()
 	// Nothing the init holds may reach a command: not the socket it serves
 	// (a command could answer the host's requests), not the lifeline, not
@@ -78,7 +88,7 @@ func Main() {
 	// host writes with newuidmap starts unmapped and may not create a file
 	// until they exist; the host writes them before the config, so such
 	// an init prepares once the config is in.
-	mapped := idsMapped()
+	mapped := !lateMaps || idsMapped()
 	if mapped {
 		if err := prepare(); err != nil {
 			fail(err)
@@ -132,10 +142,11 @@ func Main() {
 	if err != nil {
 		fail(err)
 	}
+	upperFD.Store(int32(upper))
 	if !cfg.Lifeline {
 		unix.Close(FDLifeline)
 	} else {
-		lifeline := os.NewFile(FDLifeline, "lifeline")
+		lifeline := pollable(FDLifeline, "lifeline")
 		go func() {
 			// Nothing is ever written; Read returns when the creator is gone.
 			var buf [1]byte
@@ -182,10 +193,10 @@ func enterCgroups(rootTasks, tasks *os.File, newNS bool, fs []string) error {
 	return join(tasks, "commands'")
 }
 
-// idsMapped reports whether the init's user namespace has its id maps:
-// always, but in a rootless sandbox whose maps the host writes with
-// newuidmap and then newgidmap while the init starts. The gid map is
-// written last, so it tells whether both are there.
+// idsMapped reports whether the init's user namespace has its id maps yet,
+// in a rootless sandbox whose maps the host writes with newuidmap and then
+// newgidmap while the init starts. The gid map is written last, so it
+// tells whether both are there.
 func idsMapped() bool {
 	b, err := os.ReadFile("/proc/self/gid_map")
 	return err != nil || len(strings.TrimSpace(string(b))) > 0
@@ -193,7 +204,7 @@ func idsMapped() bool {
 
 // readConfig reads the config the host writes on FDConfig.
 func readConfig(cfg *Config) error {
-	f := os.NewFile(FDConfig, "config")
+	f := pollable(FDConfig, "config")
 	defer f.Close()
 	b, err := io.ReadAll(f)
 	if err != nil {
@@ -222,4 +233,13 @@ func warmUp() {
 			return
 		}
 	}
+}
+
+// pollable wraps a pipe the host passed in an *os.File that waits through
+// the runtime's poller, as os.Pipe's do: a goroutine blocked in read(2) on
+// a blocking descriptor holds a thread of its own, and each thread the init
+// starts costs it CPU (the clone, its stacks' page faults) and its exit.
+func pollable(fd int, name string) *os.File {
+	_ = unix.SetNonblock(fd, true)
+	return os.NewFile(uintptr(fd), name)
 }

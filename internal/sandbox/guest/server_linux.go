@@ -123,6 +123,8 @@ func (s *server) handle(nc *os.File) {
 		statFiles(c, &req)
 	case wire.OpSignal:
 		s.signal(c, &req)
+	case wire.OpSnapshot:
+		s.snapshot(c, nc)
 	default:
 		respondErr(c, &wire.Error{Code: wire.CodeInvalid, Message: fmt.Sprintf("unknown op %q", req.Op)})
 	}

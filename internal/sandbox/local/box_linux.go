@@ -135,6 +135,9 @@ func (b *box) Run(ctx context.Context, cmd sandbox.Cmd) (sandbox.ExitStatus, err
 		ooms = b.m.Cgroup.oomKills()
 	}
 	req := b.execRequest(&cmd)
+	if b.rt.rootless && b.rt.subids == nil && req.UID != b.m.Spec.User.UID {
+		return sandbox.ExitStatus{}, fmt.Errorf("sandbox %s maps only its user's id (%d), not %d: running as another user without root needs subordinate ids (install uidmap and grant this user ranges in /etc/subuid and /etc/subgid) or root", b.m.ID, b.m.Spec.User.UID, req.UID)
+	}
 	nc, c, err := b.dial(ctx, req)
 	if err != nil {
 		return sandbox.ExitStatus{}, err
@@ -397,7 +400,7 @@ func (b *box) destroy(ctx context.Context) error {
 		}
 	}
 	for _, l := range b.m.Spec.OwnedLayers {
-		if err := os.RemoveAll(l); err != nil {
+		if err := b.rt.removeLayer(l); err != nil {
 			errs = append(errs, err)
 		}
 	}

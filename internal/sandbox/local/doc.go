@@ -13,5 +13,10 @@
 // with its processes; what a crash can leave behind (cgroups, the run
 // directory, an init whose creator died with Keep set) is found by GC.
 //
-// It requires root. Runtime and Sandbox are safe for concurrent use.
+// As root it limits sandboxes with cgroups and freezes them for snapshots.
+// Without root each sandbox also gets a user namespace and no cgroups (only
+// the disk limit); its init copies snapshots from inside, with the
+// sandbox's processes stopped, and layers holding other ids' files are
+// removed by a helper in a user namespace with the same maps
+// (docs/ARCHITECTURE.md). Runtime and Sandbox are safe for concurrent use.
 package local

@@ -16,6 +16,7 @@ import (
 
 	"github.com/verisim/verisim/internal/sandbox"
 	"github.com/verisim/verisim/internal/sandbox/guest"
+	"github.com/verisim/verisim/internal/sandbox/local/subidtest"
 	"github.com/verisim/verisim/internal/sandbox/sandboxtest"
 )
 
@@ -144,10 +145,13 @@ func TestConformance(t *testing.T) {
 // and recreating files on the way, and checks that the stack is squashed
 // and the last fork sees exactly the state it should.
 func TestDeepForkChain(t *testing.T) {
-	rt := testRuntime(t)
+	testDeepForkChain(t, testRuntime(t), testSpec(t))
+}
+
+func testDeepForkChain(t *testing.T, rt *Runtime, spec sandbox.Spec) {
 	ctx := t.Context()
 	var sb sandbox.Sandbox
-	sb, err := rt.Create(ctx, testSpec(t))
+	sb, err := rt.Create(ctx, spec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -259,29 +263,7 @@ func TestRootless(t *testing.T) {
 	// bound over the host's in a mount namespace of its own) and
 	// newuidmap/newgidmap, a whole range is mapped.
 	t.Run("subordinate ids", func(t *testing.T) {
-		for _, c := range []string{"newuidmap", "newgidmap", "unshare", "setpriv"} {
-			if _, err := exec.LookPath(c); err != nil {
-				t.Skipf("needs %s (Debian: uidmap, util-linux; scripts/test.sh installs them)", c)
-			}
-		}
-		ranges := filepath.Join(dir, "subids")
-		if err := os.WriteFile(ranges, []byte("nobody:100000:65536\n"), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		for _, f := range []string{"/etc/subuid", "/etc/subgid"} {
-			if _, err := os.Stat(f); os.IsNotExist(err) {
-				// A mount point for the bind; empty, as the host had none.
-				if err := os.WriteFile(f, nil, 0o644); err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(func() { os.Remove(f) })
-			}
-		}
-		script := `mount --bind "$1" /etc/subuid && mount --bind "$1" /etc/subgid && shift && exec setpriv --reuid=65534 --regid=65534 --clear-groups "$@"`
-		cmd := exec.Command("unshare", "-m", "--propagation", "private", "sh", "-c", script, "sh", ranges,
-			"env", "VERISIM_ROOTLESS_TEST=subids", "PATH=/usr/bin:/bin", "TMPDIR=/tmp", "HOME=/tmp",
-			bin, "-test.run", "^TestRootlessHelper$", "-test.v")
-		run(t, cmd)
+		run(t, subidtest.Command(t, dir, append(env, "VERISIM_ROOTLESS_TEST=subids"), bin, "-test.run", "^TestRootlessHelper$", "-test.v"))
 	})
 }
 
@@ -343,12 +325,75 @@ func TestRootlessHelper(t *testing.T) {
 			t.Errorf("subordinate ids: %q; as root: %q, %v", r.Stdout, out.String(), rootErr)
 		}
 	})
+	rootlessSpec := func(t *testing.T) sandbox.Spec {
+		s := testSpec(t)
+		s.Limits = sandbox.Limits{DiskBytes: 64 << 20}
+		return s
+	}
+	t.Run("deep fork chain", func(t *testing.T) { testDeepForkChain(t, rt, rootlessSpec(t)) })
+	t.Run("snapshot", func(t *testing.T) { testRootlessSnapshot(t, rt, rootlessSpec(t)) })
 	t.Run("limits need root", func(t *testing.T) {
 		s := testSpec(t)
 		if _, err := rt.Create(t.Context(), s); err == nil || !strings.Contains(err.Error(), "need root") {
 			t.Errorf("create with memory limits: %v", err)
 		}
 	})
+}
+
+// testRootlessSnapshot: a rootless sandbox is snapshotted by its init,
+// with a process running (stopped for the copy, running again after), and
+// with subordinate ids files of other users (root's unreadable directory,
+// www-data's file) keep their owners in a fork; removing the snapshot
+// leaves no layer behind, though the caller could not delete those files.
+func testRootlessSnapshot(t *testing.T, rt *Runtime, spec sandbox.Spec) {
+	ctx := t.Context()
+	sb, err := rt.Create(ctx, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sb.Close(context.Background())
+	root := &sandbox.User{Name: "root", UID: 0, GID: 0, Home: "/root"}
+	subids := rt.subids != nil
+	if subids {
+		var out bytes.Buffer
+		st, err := sb.Run(ctx, sandbox.Cmd{Args: []string{"sh", "-c", "mkdir -p /srv/secret && echo s > /srv/secret/key && chmod 700 /srv/secret && echo w > /srv/www && chown 33:33 /srv/www"}, User: root, Stdout: &out, Stderr: &out})
+		if err != nil || st.Code != 0 {
+			t.Fatalf("as root: %v %+v %s", err, st, out.String())
+		}
+	}
+	pid := strings.TrimSpace(sandboxtest.Sh(t, sb, "echo mine > note && (setsid sleep 60 >/dev/null 2>&1 & echo $!)").Stdout)
+	snap, err := sb.Snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := sandboxtest.Sh(t, sb, "ps -o stat= -p "+pid); !strings.HasPrefix(r.Stdout, "S") {
+		t.Errorf("the running process after the snapshot: %q, want it sleeping again", r.Stdout)
+	}
+	f, err := rt.Fork(ctx, snap, sandbox.ForkOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := sandboxtest.Sh(t, f, "cat note"); r.Stdout != "mine\n" {
+		t.Errorf("fork sees %q", r.Stdout)
+	}
+	if subids {
+		var out bytes.Buffer
+		st, err := f.Run(ctx, sandbox.Cmd{Args: []string{"sh", "-c", "stat -c '%u %a' /srv/secret /srv/www && cat /srv/secret/key"}, User: root, Stdout: &out, Stderr: &out})
+		if want := "0 700\n33 644\ns\n"; err != nil || st.Code != 0 || out.String() != want {
+			t.Errorf("fork, as root: %v %+v %q, want %q", err, st, out.String(), want)
+		}
+	}
+	f.Close(ctx)
+	if err := rt.RemoveSnapshot(ctx, snap); err != nil {
+		t.Fatalf("remove snapshot: %v", err)
+	}
+	if ents, _ := os.ReadDir(filepath.Join(rt.state, "layers")); len(ents) != 0 {
+		var names []string
+		for _, e := range ents {
+			names = append(names, e.Name())
+		}
+		t.Errorf("layers left after removing the snapshot: %v", names)
+	}
 }
 
 // TestView shows a host directory copy-on-write: the sandbox's user reads

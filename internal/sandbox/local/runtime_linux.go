@@ -200,7 +200,7 @@ func (r *Runtime) create(ctx context.Context, spec sandbox.Spec) (_ *box, retErr
 		// A sandbox that never was owns nothing: its layers go too.
 		if retErr != nil {
 			for _, l := range spec.OwnedLayers {
-				os.RemoveAll(l)
+				r.removeLayer(l)
 			}
 		}
 	}()
@@ -516,6 +516,7 @@ func (r *Runtime) startInit(idle, withCPU bool, u sandbox.User) (_ *initProc, re
 			// init runs (it waits for them before touching a file); the
 			// init then also switches to the other users it maps.
 			a.AmbientCaps = append(a.AmbientCaps, unix.CAP_SETUID, unix.CAP_SETGID)
+			ip.cmd.Env = append(ip.cmd.Env, guest.EnvLateIDMaps+"=1")
 		}
 	}
 	if err := ip.cmd.Start(); err != nil {
@@ -906,7 +907,7 @@ func (r *Runtime) gcLayers(rep *sandbox.GCReport) {
 		if !remove {
 			continue
 		}
-		if err := fstree.RemoveAll(p); err != nil {
+		if err := r.removeLayer(p); err != nil {
 			rep.Errors = append(rep.Errors, fmt.Sprintf("remove %s: %v", p, err))
 		} else {
 			rep.Dirs++

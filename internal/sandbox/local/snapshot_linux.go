@@ -5,14 +5,18 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
+	"io/fs"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/verisim/verisim/internal/fstree"
 	"github.com/verisim/verisim/internal/sandbox"
+	"github.com/verisim/verisim/internal/sandbox/layer"
+	"github.com/verisim/verisim/internal/sandbox/wire"
 )
 
 // maxDepth is how many snapshot layers may stack before a fork squashes
@@ -26,13 +30,32 @@ type snapMeta struct {
 	// Parent is the sandbox the snapshot was taken of.
 	Parent string `json:"parent"`
 	Depth  int    `json:"depth"`
+	// Rootless: taken by a runtime without root, whose layers mark opaque
+	// directories with user.overlay.opaque and hold files of the ids its
+	// user namespaces map; only such a runtime can fork it.
+	Rootless bool `json:"rootless,omitempty"`
 }
 
 func (r *Runtime) layerDir(id string) string { return filepath.Join(r.state, "layers", id) }
 
-// Snapshot implements sandbox.Sandbox: it freezes the sandbox, copies its
+// removeLayer removes a layer directory. A rootless runtime's snapshot
+// layers hold files of the other ids its subordinate range maps, which the
+// caller may not delete; what it cannot remove goes through a helper in a
+// user namespace with the same maps.
+func (r *Runtime) removeLayer(dir string) error {
+	err := fstree.RemoveAll(dir)
+	if err == nil || !r.rootless || r.subids == nil || !errors.Is(err, fs.ErrPermission) {
+		return err
+	}
+	return r.subids.removeAll(r.initPath, dir)
+}
+
+// Snapshot implements sandbox.Sandbox: it pauses the sandbox, copies its
 // writable layer (only what changed; the workspace and image stay in their
-// layers) into a new read-only layer, and thaws it.
+// layers) into a new read-only layer, and lets it go on. With cgroups the
+// host copies it with the sandbox frozen; a rootless sandbox (no freezer,
+// and files the caller may not read) is copied by its init, with the
+// sandbox's processes stopped.
 func (b *box) Snapshot(ctx context.Context) (_ string, retErr error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -42,21 +65,18 @@ func (b *box) Snapshot(ctx context.Context) (_ string, retErr error) {
 	if len(b.m.Spec.Views) > 0 {
 		return "", fmt.Errorf("%w: the sandbox shows host directories copy-on-write, and snapshots do not keep those changes", sandbox.ErrUnsupported)
 	}
-	if b.m.Cgroup == nil {
-		// Without a freezer (no cgroups without root) the copy would run
-		// while the sandbox's processes can swap files for symlinks to the
-		// caller's own files, which the copy would then take in.
-		return "", fmt.Errorf("%w: snapshots need root (a cgroup freezer)", sandbox.ErrUnsupported)
-	}
 	if !alive(b.m.InitPID, b.m.InitTick) {
 		return "", fmt.Errorf("%w: %s has stopped", sandbox.ErrClosed, b.m.ID)
 	}
 	id := "s" + newID()
 	// The copy's name says which process makes it, for GC.
 	tmp := filepath.Join(b.rt.state, "layers", fmt.Sprintf(".tmp-%d-%s", os.Getpid(), id))
+	if err := os.Mkdir(tmp, 0o700); err != nil {
+		return "", fmt.Errorf("snapshot %s: %w", b.m.ID, err)
+	}
 	defer func() {
 		if retErr != nil {
-			os.RemoveAll(tmp)
+			b.rt.removeLayer(tmp)
 		}
 	}()
 	depth := 1
@@ -72,19 +92,30 @@ func (b *box) Snapshot(ctx context.Context) (_ string, retErr error) {
 		}
 		depth = 1
 	}
-	if err := b.m.Cgroup.freeze(true); err != nil {
-		_ = b.m.Cgroup.freeze(false)
-		return "", fmt.Errorf("freeze sandbox for snapshot: %w", err)
+	// The layers to copy, deepest first, then the writable one; and
+	// where to.
+	var srcs []int
+	defer func() {
+		for _, fd := range srcs {
+			unix.Close(fd)
+		}
+	}()
+	for i := chain - 1; i >= 0; i-- {
+		fd, err := unix.Open(b.m.Spec.Layers[i], unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return "", fmt.Errorf("snapshot %s: %w", b.m.ID, err)
+		}
+		srcs = append(srcs, fd)
 	}
-	var err error
-	for i := chain - 1; i >= 0 && err == nil; i-- {
-		err = applyLayer(ctx, b.m.Spec.Layers[i], tmp)
+	dst, err := unix.Open(tmp, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return "", fmt.Errorf("snapshot %s: %w", b.m.ID, err)
 	}
-	if err == nil {
-		err = applyLayer(ctx, b.upperPath(), tmp)
-	}
-	if terr := b.m.Cgroup.freeze(false); terr != nil && err == nil {
-		err = fmt.Errorf("thaw sandbox after snapshot: %w", terr)
+	defer unix.Close(dst)
+	if b.m.Cgroup != nil {
+		err = b.copyFrozen(ctx, srcs, dst)
+	} else {
+		err = b.copyInside(ctx, srcs, dst)
 	}
 	if err != nil {
 		return "", fmt.Errorf("snapshot %s: %w", b.m.ID, err)
@@ -94,7 +125,7 @@ func (b *box) Snapshot(ctx context.Context) (_ string, retErr error) {
 	spec.Layers = append([]string{final}, spec.Layers[chain:]...)
 	// Layers the sandbox owned now live as long as the snapshot needs them.
 	spec.OwnedLayers = append([]string{final}, spec.OwnedLayers...)
-	sm := &snapMeta{ID: id, Spec: spec, Parent: b.m.ID, Depth: depth}
+	sm := &snapMeta{ID: id, Spec: spec, Parent: b.m.ID, Depth: depth, Rootless: b.rt.rootless}
 	if err := writeJSONAtomic(final+".json", sm); err != nil {
 		return "", err
 	}
@@ -107,6 +138,58 @@ func (b *box) Snapshot(ctx context.Context) (_ string, retErr error) {
 		_ = writeJSONAtomic(filepath.Join(b.dir, "meta.json"), b.m)
 	}
 	return id, nil
+}
+
+// copyFrozen freezes the sandbox's cgroups and applies srcs and then the
+// writable layer (through the init's descriptor of it) onto dst.
+func (b *box) copyFrozen(ctx context.Context, srcs []int, dst int) (err error) {
+	if err := b.m.Cgroup.freeze(true); err != nil {
+		_ = b.m.Cgroup.freeze(false)
+		return fmt.Errorf("freeze sandbox: %w", err)
+	}
+	defer func() {
+		if terr := b.m.Cgroup.freeze(false); terr != nil && err == nil {
+			err = fmt.Errorf("thaw sandbox: %w", terr)
+		}
+	}()
+	upper, err := unix.Open(b.upperPath(), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(upper)
+	for _, src := range append(srcs, upper) {
+		if err := layer.Apply(ctx, src, dst); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// copyInside has the init make the copy (wire.OpSnapshot): it gets dst
+// and srcs as descriptors over the socket.
+func (b *box) copyInside(ctx context.Context, srcs []int, dst int) error {
+	nc, c, err := b.dial(ctx, &wire.Request{Op: wire.OpSnapshot})
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	stop := closeOnDone(ctx, nc)
+	defer stop()
+	if _, err := response(c, ""); err != nil {
+		return err
+	}
+	uc, ok := nc.(*net.UnixConn)
+	if !ok {
+		return fmt.Errorf("the sandbox's socket is a %T, not a unix socket", nc)
+	}
+	if _, _, err := uc.WriteMsgUnix([]byte{0}, unix.UnixRights(append([]int{dst}, srcs...)...), nil); err != nil {
+		return fmt.Errorf("pass the snapshot's directories to the sandbox: %w", err)
+	}
+	_, err = response(c, "")
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return err
 }
 
 // isSnapLayer reports whether layer is one of this runtime's snapshots.
@@ -144,6 +227,12 @@ func (r *Runtime) Fork(ctx context.Context, snapshot string, opts sandbox.ForkOp
 	sm, err := r.readSnap(snapshot)
 	if err != nil {
 		return nil, err
+	}
+	if sm.Rootless != r.rootless {
+		if sm.Rootless {
+			return nil, fmt.Errorf("snapshot %s was taken without root; fork it without root too, or take a new snapshot as root", snapshot)
+		}
+		return nil, fmt.Errorf("snapshot %s was taken as root; fork it as root, or take a new snapshot without root", snapshot)
 	}
 	spec := sm.Spec
 	spec.OwnedLayers = nil
@@ -191,7 +280,7 @@ func (r *Runtime) RemoveSnapshot(ctx context.Context, snapshot string) error {
 				continue
 			}
 		}
-		if err := os.RemoveAll(l); err != nil {
+		if err := r.removeLayer(l); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -256,163 +345,4 @@ func (r *Runtime) layerUser(l, except string) string {
 		}
 	}
 	return ""
-}
-
-// applyLayer applies the overlay layer src onto the directory tree dst the
-// way overlayfs would read src over it: entries replace dst's, whiteouts
-// (0/0 character devices) delete dst's entry and stay as whiteouts (for the
-// layers below), opaque directories replace dst's directory whole, other
-// directories merge. Onto a missing dst it is a plain copy. It keeps modes,
-// owners, times, hard links and the opaque-directory xattr; overlay's
-// bookkeeping xattrs that only make sense on an upper layer are dropped.
-func applyLayer(ctx context.Context, src, dst string) error {
-	links := map[uint64]string{}
-	var walk func(s, d string) error
-	walk = func(s, d string) error {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		var st unix.Stat_t
-		stat := unix.Lstat
-		if s == src {
-			// src may be a /proc/<pid>/fd/<n> link to the directory.
-			stat = unix.Stat
-		}
-		if err := stat(s, &st); err != nil {
-			return err
-		}
-		mode := st.Mode & unix.S_IFMT
-		var dt unix.Stat_t
-		dExists := unix.Lstat(d, &dt) == nil
-		if mode == unix.S_IFDIR {
-			merge := dExists && dt.Mode&unix.S_IFMT == unix.S_IFDIR && !isOpaque(s)
-			if !merge {
-				if dExists {
-					if err := os.RemoveAll(d); err != nil {
-						return err
-					}
-				}
-				if err := unix.Mkdir(d, st.Mode&0o7777); err != nil {
-					return err
-				}
-			}
-			ents, err := os.ReadDir(s)
-			if err != nil {
-				return err
-			}
-			for _, e := range ents {
-				if err := walk(filepath.Join(s, e.Name()), filepath.Join(d, e.Name())); err != nil {
-					return err
-				}
-			}
-		} else {
-			if dExists {
-				if err := os.RemoveAll(d); err != nil {
-					return err
-				}
-			}
-			if st.Nlink > 1 {
-				if first, ok := links[st.Ino]; ok {
-					return unix.Link(first, d)
-				}
-				links[st.Ino] = d
-			}
-			switch mode {
-			case unix.S_IFREG:
-				if err := copyFile(s, d, st.Mode&0o7777); err != nil {
-					return err
-				}
-			case unix.S_IFLNK:
-				target, err := os.Readlink(s)
-				if err != nil {
-					return err
-				}
-				if err := unix.Symlink(target, d); err != nil {
-					return err
-				}
-			case unix.S_IFCHR, unix.S_IFBLK, unix.S_IFIFO, unix.S_IFSOCK:
-				if err := unix.Mknod(d, st.Mode, int(st.Rdev)); err != nil {
-					return err
-				}
-			}
-		}
-		if err := unix.Lchown(d, int(st.Uid), int(st.Gid)); err != nil {
-			return err
-		}
-		if err := copyXattrs(s, d); err != nil {
-			return err
-		}
-		if mode != unix.S_IFLNK {
-			// chown clears set-id bits; put the mode back.
-			if err := unix.Chmod(d, st.Mode&0o7777); err != nil {
-				return err
-			}
-		}
-		ts := []unix.Timespec{st.Atim, st.Mtim}
-		return unix.UtimesNanoAt(unix.AT_FDCWD, d, ts, unix.AT_SYMLINK_NOFOLLOW)
-	}
-	return walk(src, dst)
-}
-
-func isOpaque(dir string) bool {
-	for _, name := range []string{"trusted.overlay.opaque", "user.overlay.opaque"} {
-		var v [1]byte
-		if n, err := unix.Lgetxattr(dir, name, v[:]); err == nil && n == 1 && v[0] == 'y' {
-			return true
-		}
-	}
-	return false
-}
-
-func copyFile(src, dst string, perm uint32) error {
-	in, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, os.FileMode(perm&0o777))
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return err
-	}
-	return out.Close()
-}
-
-func copyXattrs(src, dst string) error {
-	sz, err := unix.Llistxattr(src, nil)
-	if err != nil || sz == 0 {
-		if errors.Is(err, unix.ENOTSUP) {
-			return nil
-		}
-		return err
-	}
-	buf := make([]byte, sz)
-	sz, err = unix.Llistxattr(src, buf)
-	if err != nil {
-		return err
-	}
-	for _, name := range strings.Split(strings.TrimRight(string(buf[:sz]), "\x00"), "\x00") {
-		if name == "" {
-			continue
-		}
-		if (strings.HasPrefix(name, "trusted.overlay.") || strings.HasPrefix(name, "user.overlay.")) && !strings.HasSuffix(name, ".overlay.opaque") {
-			continue
-		}
-		vsz, err := unix.Lgetxattr(src, name, nil)
-		if err != nil {
-			continue
-		}
-		val := make([]byte, vsz)
-		vsz, err = unix.Lgetxattr(src, name, val)
-		if err != nil {
-			continue
-		}
-		if err := unix.Lsetxattr(dst, name, val[:vsz], 0); err != nil && !errors.Is(err, unix.ENOTSUP) {
-			return fmt.Errorf("copy xattr %s of %s: %w", name, src, err)
-		}
-	}
-	return nil
 }

@@ -50,6 +50,12 @@ const (
 	// OpSignal signals a running command's process tree, from a connection
 	// of its own.
 	OpSignal = "signal"
+	// OpSnapshot copies the writable layer, with the sandbox's processes
+	// stopped, into a directory the host passes as a descriptor over the
+	// unix socket (SCM_RIGHTS) after the init's first response: a sandbox
+	// without a cgroup freezer, whose files the host may not be able to
+	// read, is copied from inside. The local backend's only.
+	OpSnapshot = "snapshot"
 )
 
 // Request is the first frame of every connection.

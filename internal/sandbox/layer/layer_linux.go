@@ -1,0 +1,311 @@
+// Package layer applies overlayfs layers onto directory trees: how a
+// sandbox's writable layer becomes a snapshot's read-only layer, and how
+// a stack of snapshot layers is squashed into one.
+//
+// Every step is relative to a directory descriptor and follows no symbolic
+// link, so a layer whose files its sandbox may still be changing (a
+// rootless sandbox has no freezer) cannot lead the copy out of the layer:
+// a file swapped for a link to the copier's own files is copied as the
+// link it is. It runs on the host (root) and inside a rootless sandbox's
+// init, where the copier holds the user namespace's capabilities and the
+// host user could neither read nor chown the files other users own.
+package layer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"strings"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// Apply applies the overlay layer whose root directory is src onto the
+// directory dst the way overlayfs would read src over it: entries replace
+// dst's, whiteouts (0/0 character devices) delete dst's entry and stay as
+// whiteouts (for the layers below), opaque directories replace dst's
+// directory whole, other directories merge. dst's root takes src's root's
+// attributes. It keeps modes, owners, times, hard links and the
+// opaque-directory xattr; overlay's bookkeeping xattrs that only make sense
+// on an upper layer are dropped. src and dst may be O_PATH descriptors;
+// Apply does not close them.
+func Apply(ctx context.Context, src, dst int) error {
+	s, err := reopenDir(src)
+	if err != nil {
+		return fmt.Errorf("open layer: %w", err)
+	}
+	defer unix.Close(s)
+	d, err := reopenDir(dst)
+	if err != nil {
+		return fmt.Errorf("open destination: %w", err)
+	}
+	defer unix.Close(d)
+	var st unix.Stat_t
+	if err := unix.Fstat(s, &st); err != nil {
+		return err
+	}
+	a := &applier{ctx: ctx, root: d, links: map[[2]uint64]string{}}
+	if err := a.dir(s, d, ""); err != nil {
+		return err
+	}
+	return setAttrs(s, d, &st)
+}
+
+type applier struct {
+	ctx  context.Context
+	root int
+	// links maps a hard-linked source inode to its first copy's path
+	// below root.
+	links map[[2]uint64]string
+}
+
+func (a *applier) dir(src, dst int, rel string) error {
+	names, err := readNames(src)
+	if err != nil {
+		return fmt.Errorf("list /%s: %w", rel, err)
+	}
+	for _, name := range names {
+		if err := a.ctx.Err(); err != nil {
+			return err
+		}
+		if err := a.entry(src, dst, name, path.Join(rel, name)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (a *applier) entry(src, dst int, name, rel string) error {
+	wrap := func(err error) error {
+		if err == nil {
+			return nil
+		}
+		return fmt.Errorf("copy /%s: %w", rel, err)
+	}
+	var st unix.Stat_t
+	if err := unix.Fstatat(src, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return wrap(err)
+	}
+	var dt unix.Stat_t
+	exists := unix.Fstatat(dst, name, &dt, unix.AT_SYMLINK_NOFOLLOW) == nil
+	typ := st.Mode & unix.S_IFMT
+	if typ == unix.S_IFDIR {
+		s, err := unix.Openat(src, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return wrap(err)
+		}
+		defer unix.Close(s)
+		if !exists || dt.Mode&unix.S_IFMT != unix.S_IFDIR || opaque(s) {
+			if exists {
+				if err := RemoveAt(dst, name); err != nil {
+					return wrap(err)
+				}
+			}
+			// Writable by its maker until its own attributes come last.
+			if err := unix.Mkdirat(dst, name, 0o700); err != nil {
+				return wrap(err)
+			}
+		}
+		d, err := unix.Openat(dst, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return wrap(err)
+		}
+		defer unix.Close(d)
+		if err := a.dir(s, d, rel); err != nil {
+			return err
+		}
+		return wrap(setAttrs(s, d, &st))
+	}
+	if exists {
+		if err := RemoveAt(dst, name); err != nil {
+			return wrap(err)
+		}
+	}
+	if st.Nlink > 1 {
+		key := [2]uint64{st.Dev, st.Ino}
+		if first, ok := a.links[key]; ok {
+			return wrap(unix.Linkat(a.root, first, dst, name, 0))
+		}
+		a.links[key] = rel
+	}
+	switch typ {
+	case unix.S_IFREG:
+		return wrap(copyFile(src, dst, name, &st))
+	case unix.S_IFLNK:
+		buf := make([]byte, unix.PathMax)
+		n, err := unix.Readlinkat(src, name, buf)
+		if err != nil {
+			return wrap(err)
+		}
+		if err := unix.Symlinkat(string(buf[:n]), dst, name); err != nil {
+			return wrap(err)
+		}
+	case unix.S_IFCHR, unix.S_IFBLK, unix.S_IFIFO, unix.S_IFSOCK:
+		if err := unix.Mknodat(dst, name, st.Mode, int(st.Rdev)); err != nil {
+			return wrap(err)
+		}
+	default:
+		return wrap(fmt.Errorf("unknown file type %#o", typ))
+	}
+	if err := chown(unix.Fchownat(dst, name, int(st.Uid), int(st.Gid), unix.AT_SYMLINK_NOFOLLOW)); err != nil {
+		return wrap(err)
+	}
+	if typ != unix.S_IFLNK {
+		// chown clears set-id bits; the mode goes back after it.
+		if err := unix.Fchmodat(dst, name, st.Mode&0o7777, 0); err != nil {
+			return wrap(err)
+		}
+	}
+	return wrap(unix.UtimesNanoAt(dst, name, []unix.Timespec{st.Atim, st.Mtim}, unix.AT_SYMLINK_NOFOLLOW))
+}
+
+func copyFile(src, dst int, name string, st *unix.Stat_t) error {
+	s, err := unix.Openat(src, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	in := os.NewFile(uintptr(s), name)
+	defer in.Close()
+	d, err := unix.Openat(dst, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		return err
+	}
+	out := os.NewFile(uintptr(d), name)
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	if err := setAttrs(s, d, st); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
+
+// setAttrs gives dst (a regular file or directory) src's owner, xattrs,
+// mode and times.
+func setAttrs(src, dst int, st *unix.Stat_t) error {
+	if err := chown(unix.Fchown(dst, int(st.Uid), int(st.Gid))); err != nil {
+		return err
+	}
+	if err := copyXattrs(src, dst); err != nil {
+		return err
+	}
+	if err := unix.Fchmod(dst, st.Mode&0o7777); err != nil {
+		return err
+	}
+	return futimens(dst, []unix.Timespec{st.Atim, st.Mtim})
+}
+
+// chown passes err on, but for EINVAL: an owner the copier's user
+// namespace does not map (it shows as the overflow id) cannot be given,
+// and the copy keeps the copier's.
+func chown(err error) error {
+	if errors.Is(err, unix.EINVAL) {
+		return nil
+	}
+	return err
+}
+
+// futimens sets the times of the file fd refers to (utimensat with a
+// null path, which x/sys/unix does not offer).
+func futimens(fd int, ts []unix.Timespec) error {
+	_, _, e := unix.Syscall6(unix.SYS_UTIMENSAT, uintptr(fd), 0, uintptr(unsafe.Pointer(&ts[0])), 0, 0, 0)
+	if e != 0 {
+		return e
+	}
+	return nil
+}
+
+// opaque reports an overlayfs opaque directory, marked by a root mount
+// (trusted.) or a user namespace's (user.).
+func opaque(fd int) bool {
+	for _, name := range []string{"trusted.overlay.opaque", "user.overlay.opaque"} {
+		var v [1]byte
+		if n, err := unix.Fgetxattr(fd, name, v[:]); err == nil && n == 1 && v[0] == 'y' {
+			return true
+		}
+	}
+	return false
+}
+
+func copyXattrs(src, dst int) error {
+	sz, err := unix.Flistxattr(src, nil)
+	if err != nil || sz == 0 {
+		if errors.Is(err, unix.ENOTSUP) {
+			return nil
+		}
+		return err
+	}
+	buf := make([]byte, sz)
+	if sz, err = unix.Flistxattr(src, buf); err != nil {
+		return err
+	}
+	for _, name := range strings.Split(strings.TrimRight(string(buf[:sz]), "\x00"), "\x00") {
+		if name == "" {
+			continue
+		}
+		if (strings.HasPrefix(name, "trusted.overlay.") || strings.HasPrefix(name, "user.overlay.")) && !strings.HasSuffix(name, ".overlay.opaque") {
+			continue
+		}
+		vsz, err := unix.Fgetxattr(src, name, nil)
+		if err != nil {
+			continue
+		}
+		val := make([]byte, vsz)
+		if vsz, err = unix.Fgetxattr(src, name, val); err != nil {
+			continue
+		}
+		if err := unix.Fsetxattr(dst, name, val[:vsz], 0); err != nil && !errors.Is(err, unix.ENOTSUP) {
+			return fmt.Errorf("copy xattr %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// RemoveAt removes name in the directory dir and everything under it,
+// following no symbolic link. A missing name is not an error.
+func RemoveAt(dir int, name string) error {
+	err := unix.Unlinkat(dir, name, 0)
+	if err == nil || errors.Is(err, unix.ENOENT) {
+		return nil
+	}
+	if !errors.Is(err, unix.EISDIR) {
+		return err
+	}
+	fd, err := unix.Openat(dir, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	names, err := readNames(fd)
+	for _, n := range names {
+		if err == nil {
+			err = RemoveAt(fd, n)
+		}
+	}
+	unix.Close(fd)
+	if err != nil {
+		return err
+	}
+	return unix.Unlinkat(dir, name, unix.AT_REMOVEDIR)
+}
+
+// reopenDir opens the directory fd refers to for reading.
+func reopenDir(fd int) (int, error) {
+	return unix.Openat(fd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+}
+
+// readNames lists the directory open at fd, which it leaves open.
+func readNames(fd int) ([]string, error) {
+	d, err := reopenDir(fd)
+	if err != nil {
+		return nil, err
+	}
+	f := os.NewFile(uintptr(d), "")
+	defer f.Close()
+	return f.Readdirnames(-1)
+}

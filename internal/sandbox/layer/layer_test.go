@@ -1,0 +1,224 @@
+package layer
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// tree lists every entry under dir as "path kind detail", sorted.
+func tree(t *testing.T, dir string) []string {
+	t.Helper()
+	var out []string
+	err := filepath.Walk(dir, func(p string, fi os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		var st unix.Stat_t
+		if err := unix.Lstat(p, &st); err != nil {
+			return err
+		}
+		switch st.Mode & unix.S_IFMT {
+		case unix.S_IFDIR:
+			out = append(out, rel+" dir "+fi.Mode().Perm().String())
+		case unix.S_IFREG:
+			b, _ := os.ReadFile(p)
+			out = append(out, rel+" file "+strings.TrimSpace(string(b))+" "+fi.Mode().Perm().String())
+		case unix.S_IFLNK:
+			l, _ := os.Readlink(p)
+			out = append(out, rel+" link "+l)
+		case unix.S_IFCHR:
+			out = append(out, rel+" chr "+strings.Repeat("0", int(st.Rdev)+1))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func openDir(t *testing.T, dir string) int {
+	t.Helper()
+	fd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Close(fd) })
+	return fd
+}
+
+func write(t *testing.T, p, content string, mode os.FileMode) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(content+"\n"), mode); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(p, mode); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestApply applies an upper layer onto a tree as overlayfs would read it:
+// replacing, merging, deleting through whiteouts, replacing whole
+// directories marked opaque, keeping hard links, modes and times, and
+// copying symbolic links as links (never what they point at).
+func TestApply(t *testing.T) {
+	base := t.TempDir()
+	src, dst := filepath.Join(base, "upper"), filepath.Join(base, "dst")
+	secret := filepath.Join(base, "secret")
+	write(t, secret, "do not copy", 0o600)
+
+	// What the lower layers left.
+	write(t, filepath.Join(dst, "keep", "old"), "old", 0o644)
+	write(t, filepath.Join(dst, "keep", "changed"), "v1", 0o644)
+	write(t, filepath.Join(dst, "gone"), "gone", 0o644)
+	write(t, filepath.Join(dst, "opaque", "hidden"), "hidden", 0o644)
+	write(t, filepath.Join(dst, "was-dir", "f"), "f", 0o644)
+	write(t, filepath.Join(dst, "was-file"), "file", 0o644)
+
+	// The upper layer.
+	write(t, filepath.Join(src, "keep", "changed"), "v2", 0o600)
+	write(t, filepath.Join(src, "keep", "new"), "new", 0o755)
+	if err := unix.Mknod(filepath.Join(src, "gone"), unix.S_IFCHR, 0); err != nil {
+		t.Skipf("cannot make a whiteout here: %v", err)
+	}
+	write(t, filepath.Join(src, "opaque", "visible"), "visible", 0o644)
+	if err := unix.Setxattr(filepath.Join(src, "opaque"), "user.overlay.opaque", []byte("y"), 0); err != nil {
+		t.Skipf("no user xattrs here: %v", err)
+	}
+	if err := unix.Setxattr(filepath.Join(src, "keep"), "user.overlay.origin", []byte("x"), 0); err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(src, "was-dir"), "now a file", 0o644)
+	write(t, filepath.Join(src, "was-file", "g"), "now a dir", 0o644)
+	write(t, filepath.Join(src, "links", "a"), "linked", 0o644)
+	if err := os.Link(filepath.Join(src, "links", "a"), filepath.Join(src, "links", "b")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(secret, filepath.Join(src, "links", "secret")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(src, "ro"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(src, "ro", "f"), "in a read-only dir", 0o444)
+	if err := os.Chmod(filepath.Join(src, "ro"), 0o555); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		// For the temporary directory's removal, when not root.
+		os.Chmod(filepath.Join(src, "ro"), 0o755)
+		os.Chmod(filepath.Join(dst, "ro"), 0o755)
+	})
+	old := time.Date(2024, 5, 6, 7, 8, 9, 0, time.UTC)
+	if err := os.Chtimes(filepath.Join(src, "keep", "new"), old, old); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(src, 0o751); err != nil {
+		t.Fatal(err)
+	}
+
+	if err := Apply(context.Background(), openDir(t, src), openDir(t, dst)); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		". dir -rwxr-x--x",
+		"gone chr 0",
+		"keep dir -rwxr-xr-x",
+		"keep/changed file v2 -rw-------",
+		"keep/new file new -rwxr-xr-x",
+		"keep/old file old -rw-r--r--",
+		"links dir -rwxr-xr-x",
+		"links/a file linked -rw-r--r--",
+		"links/b file linked -rw-r--r--",
+		"links/secret link " + secret,
+		"opaque dir -rwxr-xr-x",
+		"opaque/visible file visible -rw-r--r--",
+		"ro dir -r-xr-xr-x",
+		"ro/f file in a read-only dir -r--r--r--",
+		"was-dir file now a file -rw-r--r--",
+		"was-file dir -rwxr-xr-x",
+		"was-file/g file now a dir -rw-r--r--",
+	}
+	if got := tree(t, dst); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("applied tree:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	var a, b unix.Stat_t
+	unix.Stat(filepath.Join(dst, "links", "a"), &a)
+	unix.Stat(filepath.Join(dst, "links", "b"), &b)
+	if a.Ino != b.Ino {
+		t.Error("hard links were copied apart")
+	}
+	if fi, err := os.Stat(filepath.Join(dst, "keep", "new")); err != nil || !fi.ModTime().Equal(old) {
+		t.Errorf("mtime of keep/new: %v %v, want %v", fi.ModTime(), err, old)
+	}
+	var v [1]byte
+	if n, err := unix.Lgetxattr(filepath.Join(dst, "opaque"), "user.overlay.opaque", v[:]); err != nil || n != 1 || v[0] != 'y' {
+		t.Errorf("opaque mark: %d %v", n, err)
+	}
+	if _, err := unix.Lgetxattr(filepath.Join(dst, "keep"), "user.overlay.origin", nil); err == nil {
+		t.Error("overlay's bookkeeping xattr was copied")
+	}
+	if os.Geteuid() == 0 {
+		// Owners: only root can give files away.
+		if err := os.Lchown(filepath.Join(src, "keep", "changed"), 33, 44); err != nil {
+			t.Fatal(err)
+		}
+		if err := Apply(context.Background(), openDir(t, src), openDir(t, dst)); err != nil {
+			t.Fatal(err)
+		}
+		var st unix.Stat_t
+		if err := unix.Stat(filepath.Join(dst, "keep", "changed"), &st); err != nil || st.Uid != 33 || st.Gid != 44 {
+			t.Errorf("owner of keep/changed: %d:%d %v, want 33:44", st.Uid, st.Gid, err)
+		}
+	}
+}
+
+// TestApplyCancelled stops at the first entry once ctx is done.
+func TestApplyCancelled(t *testing.T) {
+	src, dst := t.TempDir(), t.TempDir()
+	write(t, filepath.Join(src, "f"), "f", 0o644)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := Apply(ctx, openDir(t, src), openDir(t, dst)); err != context.Canceled {
+		t.Errorf("cancelled apply: %v", err)
+	}
+}
+
+// TestRemoveAt removes a tree with read-only directories and a symbolic
+// link to a directory outside it, which must survive.
+func TestRemoveAt(t *testing.T) {
+	base := t.TempDir()
+	outside := filepath.Join(base, "outside")
+	write(t, filepath.Join(outside, "keep"), "keep", 0o644)
+	write(t, filepath.Join(base, "tree", "ro", "f"), "f", 0o444)
+	if err := os.Symlink(outside, filepath.Join(base, "tree", "link")); err != nil {
+		t.Fatal(err)
+	}
+	if os.Geteuid() == 0 {
+		os.Chmod(filepath.Join(base, "tree", "ro"), 0o555)
+	}
+	if err := RemoveAt(openDir(t, base), "tree"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(filepath.Join(base, "tree")); !os.IsNotExist(err) {
+		t.Errorf("tree still there: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(outside, "keep")); err != nil {
+		t.Errorf("removal followed the link: %v", err)
+	}
+	if err := RemoveAt(openDir(t, base), "tree"); err != nil {
+		t.Errorf("removing a missing tree: %v", err)
+	}
+}
