@@ -69,7 +69,7 @@ own machine, rewards them with hidden tests, and trains them with RL.`,
 	f := root.PersistentFlags()
 	f.StringVar(&a.cfg.StateDir, "state", state, "directory for images, layers and snapshots")
 	f.StringVar(&a.cfg.RunDir, "run-dir", run, "directory (tmpfs) for live sandboxes")
-	f.StringVar(&a.cfg.Backend, "backend", "local", `sandbox backend: "local" (namespaces, needs root) or "process" (no isolation)`)
+	f.StringVar(&a.cfg.Backend, "backend", "local", `sandbox backend: "local" (namespaces; without root in a user namespace, no cgroup limits) or "process" (no isolation)`)
 	f.StringVar(&a.cfg.LogLevel, "log-level", "warn", "debug, info, warn or error")
 	f.BoolVar(&a.cfg.FavorDynmods, "cgroup-favordynmods", true, "remount the host's cgroup2 hierarchy with favordynmods (fast cgroup moves; a host-wide setting)")
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return withCode(exitUsage, err) })

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/verisim/verisim/internal/sandbox/local/subidtest"
 	"github.com/verisim/verisim/internal/trajectory"
 )
 
@@ -89,6 +90,11 @@ func TestTasksBadInput(t *testing.T) {
 // greetTask is a small shell task with a hidden TAP test.
 func greetTask(t *testing.T) string {
 	dir := t.TempDir()
+	writeGreetTask(t, dir)
+	return dir
+}
+
+func writeGreetTask(t *testing.T, dir string) {
 	writeFiles(t, dir, map[string]string{
 		"greet/task.yaml": `id: greet
 instruction: greet.sh should say "Hello, NAME!"
@@ -99,7 +105,6 @@ grade: {command: bash tests/test_greet.sh, format: tap, protect: ["tests/**"]}
 		"greet/tests/tests/test_greet.sh": "echo 1..1\n[ \"$(bash greet.sh Ada)\" = 'Hello, Ada!' ] && echo ok 1 || echo not ok 1\n",
 		"greet/solution/solve.sh":         "echo 'echo \"Hello, $1!\"' > greet.sh\n",
 	})
-	return dir
 }
 
 func TestRolloutAndEval(t *testing.T) {
@@ -162,6 +167,65 @@ func TestRolloutAndEval(t *testing.T) {
 		t.Errorf("model down: %+v", trajs)
 	}
 	c.assertClean()
+}
+
+// TestRolloutRootless runs a rollout without root: as the user nobody, with
+// subordinate ids (bound over /etc/subuid and /etc/subgid in a mount
+// namespace of the test's own). The task's machine is prepared in a
+// sandbox in a user namespace and snapshotted by that sandbox's init, each
+// episode forks the snapshot, and removing it at the end goes through the
+// layer-removing helper: nothing may be left.
+func TestRolloutRootless(t *testing.T) {
+	subidtest.Require(t)
+	// Everything where nobody reaches it.
+	base, err := os.MkdirTemp("", "verisim-rootless-cli-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(base) })
+	os.Chmod(base, 0o755)
+	bin := filepath.Join(base, "verisim")
+	data, err := os.ReadFile(verisim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bin, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	tasks := filepath.Join(base, "tasks")
+	writeGreetTask(t, tasks)
+	run, err := os.MkdirTemp("/dev/shm", "verisim-rootless-run-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(run) })
+	state, home, outDir := filepath.Join(base, "state"), filepath.Join(base, "home"), filepath.Join(base, "runs")
+	for _, d := range []string{state, home, outDir, run} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chown(d, 65534, 65534); err != nil {
+			t.Fatal(err)
+		}
+	}
+	model := newScriptedModel(t,
+		reply{calls: [][2]string{{"write_file", `{"path":"greet.sh","content":"echo \"Hello, $1!\"\n"}`}}},
+		reply{content: "fixed"},
+	)
+	out := filepath.Join(outDir, "first")
+	cmd := subidtest.Command(t, base, []string{"HOME=" + home, "PATH=/usr/bin:/bin"}, bin, "--state", state, "--run-dir", run,
+		"rollout", "--tasks", tasks, "--model", model.url, "--samples", "2", "--concurrency", "1", "--out", out)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("rollout as nobody: %v\n%s", err, b)
+	}
+	trajs, err := trajectory.ReadFile(filepath.Join(out, "trajectories.jsonl"))
+	if err != nil || len(trajs) != 2 {
+		t.Fatalf("trajectories: %d, %v", len(trajs), err)
+	}
+	if trajs[0].Reward != 1 || trajs[1].Reward != 0 {
+		t.Errorf("rewards %v, %v; want 1 (the script's fix) and 0", trajs[0].Reward, trajs[1].Reward)
+	}
+	(&cli{t: t, state: state, run: run}).assertClean()
 }
 
 // TestRolloutInterrupt stops a run with Ctrl-C while an episode waits for
