@@ -96,7 +96,7 @@ const SocketName = "ctl.sock"
 
 // EnvMarker is set in the init's environment by the host to say "run as the
 // guest init": "1", or "pool" for an init started ahead of need (or
-// MarkerRemove for the layer-removing helper). The init
+// MarkerRemove or MarkerCopy for a rootless runtime's helpers). The init
 // clears its environment before it starts anything.
 const EnvMarker = "VERISIM_GUEST_INIT"
 

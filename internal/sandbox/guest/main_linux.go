@@ -28,7 +28,7 @@ func init() {
 // TestMain) and hand over to Main when it is true.
 func IsInit() bool {
 	switch os.Getenv(EnvMarker) {
-	case "1", "pool", MarkerRemove:
+	case "1", "pool", MarkerRemove, MarkerCopy:
 		return true
 	}
 	return false
@@ -43,8 +43,8 @@ func IsInit() bool {
 // with the mounts of prepare, and the cgroup namespace is entered on the
 // spawner thread while finish builds the root.
 func Main() {
-	if os.Getenv(EnvMarker) == MarkerRemove {
-		removeMain()
+	if m := os.Getenv(EnvMarker); m == MarkerRemove || m == MarkerCopy {
+		helperMain(m)
 	}
 	pooled := os.Getenv(EnvMarker) == "pool"
 	lateMaps := os.Getenv(EnvLateIDMaps) != ""
@@ -142,7 +142,6 @@ func Main() {
 	if err != nil {
 		fail(err)
 	}
-	upperFD.Store(int32(upper))
 	if !cfg.Lifeline {
 		unix.Close(FDLifeline)
 	} else {

@@ -35,6 +35,9 @@ type server struct {
 	// namespace entered with unshare belongs to the calling thread only,
 	// so every command must be forked from the thread that entered it.
 	spawner chan func()
+	// paused is held by a pause, and read-held around each start of a
+	// command: none starts while the sandbox is paused.
+	paused sync.RWMutex
 }
 
 func newServer() *server {
@@ -54,6 +57,8 @@ func (s *server) spawnLoop() {
 
 // onSpawner runs f on the spawner thread.
 func (s *server) onSpawner(f func() error) error {
+	s.paused.RLock()
+	defer s.paused.RUnlock()
 	done := make(chan error, 1)
 	s.spawner <- func() { done <- f() }
 	return <-done
@@ -123,8 +128,8 @@ func (s *server) handle(nc *os.File) {
 		statFiles(c, &req)
 	case wire.OpSignal:
 		s.signal(c, &req)
-	case wire.OpSnapshot:
-		s.snapshot(c, nc)
+	case wire.OpPause:
+		s.pause(c)
 	default:
 		respondErr(c, &wire.Error{Code: wire.CodeInvalid, Message: fmt.Sprintf("unknown op %q", req.Op)})
 	}

@@ -3,12 +3,14 @@
 // a stack of snapshot layers is squashed into one.
 //
 // Every step is relative to a directory descriptor and follows no symbolic
-// link, so a layer whose files its sandbox may still be changing (a
-// rootless sandbox has no freezer) cannot lead the copy out of the layer:
-// a file swapped for a link to the copier's own files is copied as the
-// link it is. It runs on the host (root) and inside a rootless sandbox's
-// init, where the copier holds the user namespace's capabilities and the
-// host user could neither read nor chown the files other users own.
+// link, and what is opened must be what was listed (same device and inode,
+// same type), so a layer whose files its sandbox may still be changing (a
+// rootless sandbox is paused with signals, which a process can arrange to
+// undo) cannot lead the copy out of the layer or stall it: a file swapped
+// for a link is copied as the link it is, one swapped for a FIFO fails the
+// copy. It runs on the host (root) and in a rootless runtime's copy helper,
+// which holds a user namespace's capabilities over the ids a sandbox maps,
+// whose files the host user could neither read nor chown.
 package layer
 
 import (
@@ -68,10 +70,17 @@ func (a *applier) dir(src, dst int, rel string) error {
 	if err != nil {
 		return fmt.Errorf("list /%s: %w", rel, err)
 	}
+	seen := make(map[string]bool, len(names))
 	for _, name := range names {
 		if err := a.ctx.Err(); err != nil {
 			return err
 		}
+		// A directory renamed into place while it is read may list a
+		// name twice; its first copy stands.
+		if seen[name] {
+			continue
+		}
+		seen[name] = true
 		if err := a.entry(src, dst, name, path.Join(rel, name)); err != nil {
 			return err
 		}
@@ -94,7 +103,7 @@ func (a *applier) entry(src, dst int, name, rel string) error {
 	exists := unix.Fstatat(dst, name, &dt, unix.AT_SYMLINK_NOFOLLOW) == nil
 	typ := st.Mode & unix.S_IFMT
 	if typ == unix.S_IFDIR {
-		s, err := unix.Openat(src, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		s, err := openSame(src, name, unix.O_RDONLY|unix.O_DIRECTORY, &st)
 		if err != nil {
 			return wrap(err)
 		}
@@ -128,7 +137,7 @@ func (a *applier) entry(src, dst int, name, rel string) error {
 	if st.Nlink > 1 {
 		key := [2]uint64{st.Dev, st.Ino}
 		if first, ok := a.links[key]; ok {
-			return wrap(unix.Linkat(a.root, first, dst, name, 0))
+			return wrap(a.link(first, dst, name))
 		}
 		a.links[key] = rel
 	}
@@ -163,8 +172,48 @@ func (a *applier) entry(src, dst int, name, rel string) error {
 	return wrap(unix.UtimesNanoAt(dst, name, []unix.Timespec{st.Atim, st.Mtim}, unix.AT_SYMLINK_NOFOLLOW))
 }
 
+// link makes name in dst a hard link to first, a path below the
+// destination's root resolved without following any symbolic link.
+func (a *applier) link(first string, dst int, name string) error {
+	dir, base := path.Split(first)
+	parent := a.root
+	if dir != "" {
+		fd, err := unix.Openat2(a.root, dir, &unix.OpenHow{
+			Flags:   unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC,
+			Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
+		})
+		if err != nil {
+			return err
+		}
+		defer unix.Close(fd)
+		parent = fd
+	}
+	return unix.Linkat(parent, base, dst, name, 0)
+}
+
+// openSame opens name in dir without following a link or blocking (a
+// FIFO put in its place), and fails unless it is the file st described:
+// same device, inode and type.
+func openSame(dir int, name string, flags int, st *unix.Stat_t) (int, error) {
+	fd, err := unix.Openat(dir, name, flags|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, err
+	}
+	var got unix.Stat_t
+	if err := unix.Fstat(fd, &got); err != nil {
+		unix.Close(fd)
+		return -1, err
+	}
+	if got.Dev != st.Dev || got.Ino != st.Ino || got.Mode&unix.S_IFMT != st.Mode&unix.S_IFMT {
+		unix.Close(fd)
+		return -1, errors.New("changed while being copied")
+	}
+	*st = got
+	return fd, nil
+}
+
 func copyFile(src, dst int, name string, st *unix.Stat_t) error {
-	s, err := unix.Openat(src, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	s, err := openSame(src, name, unix.O_RDONLY, st)
 	if err != nil {
 		return err
 	}

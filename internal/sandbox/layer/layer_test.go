@@ -196,8 +196,8 @@ func TestApplyCancelled(t *testing.T) {
 	}
 }
 
-// TestRemoveAt removes a tree with read-only directories and a symbolic
-// link to a directory outside it, which must survive.
+// TestRemoveAt removes a tree holding a symbolic link to a directory
+// outside it, which must survive (and, as root, a read-only directory).
 func TestRemoveAt(t *testing.T) {
 	base := t.TempDir()
 	outside := filepath.Join(base, "outside")
@@ -220,5 +220,96 @@ func TestRemoveAt(t *testing.T) {
 	}
 	if err := RemoveAt(openDir(t, base), "tree"); err != nil {
 		t.Errorf("removing a missing tree: %v", err)
+	}
+}
+
+// TestApplySquash applies two layers in turn, as a squash does: the upper
+// one's whiteout deletes the lower one's file, its opaque directory
+// replaces the lower one's, and hard links across directories stay links.
+func TestApplySquash(t *testing.T) {
+	base := t.TempDir()
+	lower, upper, dst := filepath.Join(base, "lower"), filepath.Join(base, "upper"), filepath.Join(base, "dst")
+	write(t, filepath.Join(lower, "a", "gone"), "gone", 0o644)
+	write(t, filepath.Join(lower, "a", "kept"), "kept", 0o644)
+	write(t, filepath.Join(lower, "b", "old"), "old", 0o644)
+	write(t, filepath.Join(upper, "b", "new"), "new", 0o644)
+	if err := unix.Setxattr(filepath.Join(upper, "b"), "user.overlay.opaque", []byte("y"), 0); err != nil {
+		t.Skipf("no user xattrs here: %v", err)
+	}
+	if err := os.MkdirAll(filepath.Join(upper, "a"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Mknod(filepath.Join(upper, "a", "gone"), unix.S_IFCHR, 0); err != nil {
+		t.Skipf("cannot make a whiteout here: %v", err)
+	}
+	write(t, filepath.Join(upper, "x", "one"), "linked", 0o644)
+	if err := os.MkdirAll(filepath.Join(upper, "y"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Link(filepath.Join(upper, "x", "one"), filepath.Join(upper, "y", "two")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(dst, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	d := openDir(t, dst)
+	for _, l := range []string{lower, upper} {
+		if err := Apply(context.Background(), openDir(t, l), d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := strings.Join(tree(t, dst), "\n")
+	for _, want := range []string{"a/gone chr 0", "a/kept file kept", "b/new file new", "x/one file linked", "y/two file linked"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("squashed tree lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "b/old") {
+		t.Errorf("the opaque directory kept the lower layer's file:\n%s", got)
+	}
+	var one, two unix.Stat_t
+	unix.Stat(filepath.Join(dst, "x", "one"), &one)
+	unix.Stat(filepath.Join(dst, "y", "two"), &two)
+	if one.Ino != two.Ino {
+		t.Error("a hard link across directories was copied apart")
+	}
+}
+
+// TestCopySwapped: a file swapped for a FIFO between being listed and
+// being opened fails the copy at once (opening a FIFO to read would wait
+// for a writer forever), and so does a directory swapped for another.
+func TestCopySwapped(t *testing.T) {
+	src, dst := t.TempDir(), t.TempDir()
+	write(t, filepath.Join(src, "f"), "f", 0o644)
+	s, d := openDir(t, src), openDir(t, dst)
+	var st unix.Stat_t
+	if err := unix.Fstatat(s, "f", &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(filepath.Join(src, "f"))
+	if err := unix.Mkfifo(filepath.Join(src, "f"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- copyFile(s, d, "f", &st) }()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "changed while being copied") {
+			t.Errorf("copy of a file swapped for a FIFO: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the copy of a file swapped for a FIFO hangs")
+	}
+	if err := os.Mkdir(filepath.Join(src, "dir"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Fstatat(s, "dir", &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		t.Fatal(err)
+	}
+	os.Rename(filepath.Join(src, "dir"), filepath.Join(src, "moved"))
+	os.Mkdir(filepath.Join(src, "dir"), 0o755)
+	if fd, err := openSame(s, "dir", unix.O_RDONLY|unix.O_DIRECTORY, &st); err == nil {
+		unix.Close(fd)
+		t.Error("a directory swapped for another was opened as the one listed")
 	}
 }

@@ -15,8 +15,8 @@
 //
 // As root it limits sandboxes with cgroups and freezes them for snapshots.
 // Without root each sandbox also gets a user namespace and no cgroups (only
-// the disk limit); its init copies snapshots from inside, with the
-// sandbox's processes stopped, and layers holding other ids' files are
-// removed by a helper in a user namespace with the same maps
+// the disk limit); its init pauses it for a snapshot while a helper in a
+// user namespace of its own, with the same id maps, copies the writable
+// layer, and such helpers remove layers holding other ids' files
 // (docs/ARCHITECTURE.md). Runtime and Sandbox are safe for concurrent use.
 package local

@@ -361,13 +361,23 @@ func testRootlessSnapshot(t *testing.T, rt *Runtime, spec sandbox.Spec) {
 			t.Fatalf("as root: %v %+v %s", err, st, out.String())
 		}
 	}
-	pid := strings.TrimSpace(sandboxtest.Sh(t, sb, "echo mine > note && (setsid sleep 60 >/dev/null 2>&1 & echo $!)").Stdout)
+	// A running process that notes each SIGCONT, and one suspended
+	// before the snapshot.
+	pids := strings.Fields(sandboxtest.Sh(t, sb, `echo mine > note
+setsid sh -c 'trap "echo cont >> /tmp/conts" CONT; while :; do sleep 0.05; done' >/dev/null 2>&1 &
+echo $!
+setsid sleep 60 >/dev/null 2>&1 &
+kill -STOP $! && echo $!`).Stdout)
+	if len(pids) != 2 {
+		t.Fatalf("background processes: %q", pids)
+	}
 	snap, err := sb.Snapshot(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r := sandboxtest.Sh(t, sb, "ps -o stat= -p "+pid); !strings.HasPrefix(r.Stdout, "S") {
-		t.Errorf("the running process after the snapshot: %q, want it sleeping again", r.Stdout)
+	r := sandboxtest.Sh(t, sb, "for i in $(seq 40); do test -s /tmp/conts && break; sleep 0.05; done; cat /tmp/conts; ps -o stat= -p "+pids[0]+","+pids[1])
+	if f := strings.Fields(r.Stdout); len(f) != 3 || f[0] != "cont" || !strings.HasPrefix(f[1], "S") || !strings.HasPrefix(f[2], "T") {
+		t.Errorf("after the snapshot: %q; want the running process stopped and continued once (cont, S) and the suspended one still stopped (T)", r.Stdout)
 	}
 	f, err := rt.Fork(ctx, snap, sandbox.ForkOptions{})
 	if err != nil {

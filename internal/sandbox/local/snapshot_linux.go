@@ -6,15 +6,16 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/verisim/verisim/internal/fstree"
 	"github.com/verisim/verisim/internal/sandbox"
+	"github.com/verisim/verisim/internal/sandbox/guest"
 	"github.com/verisim/verisim/internal/sandbox/layer"
 	"github.com/verisim/verisim/internal/sandbox/wire"
 )
@@ -47,15 +48,15 @@ func (r *Runtime) removeLayer(dir string) error {
 	if err == nil || !r.rootless || r.subids == nil || !errors.Is(err, fs.ErrPermission) {
 		return err
 	}
-	return r.subids.removeAll(r.initPath, dir)
+	return r.runHelper(context.Background(), guest.MarkerRemove, []string{dir})
 }
 
 // Snapshot implements sandbox.Sandbox: it pauses the sandbox, copies its
 // writable layer (only what changed; the workspace and image stay in their
 // layers) into a new read-only layer, and lets it go on. With cgroups the
 // host copies it with the sandbox frozen; a rootless sandbox (no freezer,
-// and files the caller may not read) is copied by its init, with the
-// sandbox's processes stopped.
+// and files the caller may not read) is paused by its init and copied by a
+// helper (copyPaused).
 func (b *box) Snapshot(ctx context.Context) (_ string, retErr error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -115,7 +116,7 @@ func (b *box) Snapshot(ctx context.Context) (_ string, retErr error) {
 	if b.m.Cgroup != nil {
 		err = b.copyFrozen(ctx, srcs, dst)
 	} else {
-		err = b.copyInside(ctx, srcs, dst)
+		err = b.copyPaused(ctx, srcs, dst)
 	}
 	if err != nil {
 		return "", fmt.Errorf("snapshot %s: %w", b.m.ID, err)
@@ -165,31 +166,61 @@ func (b *box) copyFrozen(ctx context.Context, srcs []int, dst int) (err error) {
 	return nil
 }
 
-// copyInside has the init make the copy (wire.OpSnapshot): it gets dst
-// and srcs as descriptors over the socket.
-func (b *box) copyInside(ctx context.Context, srcs []int, dst int) error {
-	nc, c, err := b.dial(ctx, &wire.Request{Op: wire.OpSnapshot})
+// initFD copies the init's descriptor fd into this process
+// (pidfd_getfd). A rootless init that has started a command as another
+// user is no longer dumpable, which puts /proc/<pid>/fd out of the
+// caller's reach; the caller owns the init's user namespace, which is what
+// pidfd_getfd asks.
+func (b *box) initFD(fd int) (int, error) {
+	pidfd, err := unix.PidfdOpen(b.m.InitPID, 0)
+	if err != nil {
+		return -1, err
+	}
+	defer unix.Close(pidfd)
+	// The pidfd pins the process: check it is still this sandbox's init.
+	if !alive(b.m.InitPID, b.m.InitTick) {
+		return -1, fmt.Errorf("%w: %s has stopped", sandbox.ErrClosed, b.m.ID)
+	}
+	return unix.PidfdGetfd(pidfd, fd, 0)
+}
+
+// copyPaused copies a rootless sandbox's writable layer: the init pauses
+// the sandbox's processes (wire.OpPause) while a helper in a user namespace
+// of its own, holding capabilities over the ids the sandbox maps, applies
+// srcs and then the writable layer (through the init's descriptor of it)
+// onto dst. No descriptor of the host's reaches the sandbox.
+func (b *box) copyPaused(ctx context.Context, srcs []int, dst int) error {
+	upper, err := b.initFD(b.m.UpperFD)
+	if err != nil {
+		return fmt.Errorf("open the writable layer: %w", err)
+	}
+	defer unix.Close(upper)
+	nc, c, err := b.dial(ctx, &wire.Request{Op: wire.OpPause})
 	if err != nil {
 		return err
 	}
+	// Hanging up lets the sandbox go on.
 	defer nc.Close()
 	stop := closeOnDone(ctx, nc)
 	defer stop()
 	if _, err := response(c, ""); err != nil {
-		return err
+		return fmt.Errorf("pause the sandbox: %w", err)
 	}
-	uc, ok := nc.(*net.UnixConn)
-	if !ok {
-		return fmt.Errorf("the sandbox's socket is a %T, not a unix socket", nc)
+	// The helper's descriptors: copies, owned by *os.File.
+	var files []*os.File
+	defer func() {
+		for _, f := range files {
+			f.Close()
+		}
+	}()
+	for _, fd := range append([]int{dst}, append(srcs, upper)...) {
+		d, err := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0)
+		if err != nil {
+			return err
+		}
+		files = append(files, os.NewFile(uintptr(d), "layer"))
 	}
-	if _, _, err := uc.WriteMsgUnix([]byte{0}, unix.UnixRights(append([]int{dst}, srcs...)...), nil); err != nil {
-		return fmt.Errorf("pass the snapshot's directories to the sandbox: %w", err)
-	}
-	_, err = response(c, "")
-	if ctx.Err() != nil {
-		return ctx.Err()
-	}
-	return err
+	return b.rt.runHelper(ctx, guest.MarkerCopy, []string{strconv.Itoa(len(srcs) + 1)}, files...)
 }
 
 // isSnapLayer reports whether layer is one of this runtime's snapshots.

@@ -2,7 +2,6 @@ package local
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -10,12 +9,7 @@ import (
 	"os/user"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
-
-	"golang.org/x/sys/unix"
-
-	"github.com/verisim/verisim/internal/sandbox/guest"
 )
 
 // subIDs are the subordinate id ranges /etc/subuid and /etc/subgid grant
@@ -111,47 +105,6 @@ func (s *subIDs) apply(pid int, uid, gid uint32) error {
 		if err != nil {
 			return fmt.Errorf("%s %d %s: %v: %s (check the ranges in /etc/subuid and /etc/subgid)", m.helper, pid, strings.Join(m.args, " "), err, strings.TrimSpace(string(out)))
 		}
-	}
-	return nil
-}
-
-// removeAll removes the directory trees dirs, whose files belong to ids of
-// these ranges, with the init binary at initPath started as a helper
-// (guest.MarkerRemove) in a user namespace of its own with the maps of a
-// sandbox whose user is root, holding the capabilities to override file
-// permissions there.
-func (s *subIDs) removeAll(initPath string, dirs ...string) error {
-	mapsR, mapsW, err := os.Pipe()
-	if err != nil {
-		return err
-	}
-	defer mapsW.Close()
-	var out bytes.Buffer
-	cmd := &exec.Cmd{
-		Path:       initPath,
-		Args:       append([]string{"verisim-remove"}, dirs...),
-		Env:        []string{guest.EnvMarker + "=" + guest.MarkerRemove},
-		ExtraFiles: []*os.File{mapsR},
-		Stdout:     &out,
-		Stderr:     &out,
-		SysProcAttr: &syscall.SysProcAttr{
-			Cloneflags:  unix.CLONE_NEWUSER,
-			AmbientCaps: []uintptr{unix.CAP_DAC_OVERRIDE, unix.CAP_FOWNER},
-		},
-	}
-	err = cmd.Start()
-	mapsR.Close()
-	if err != nil {
-		return fmt.Errorf("start the layer-removing helper: %w", err)
-	}
-	if err := s.apply(cmd.Process.Pid, 0, 0); err != nil {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		return err
-	}
-	mapsW.Close()
-	if err := cmd.Wait(); err != nil {
-		return fmt.Errorf("remove %s in a user namespace: %v: %s", strings.Join(dirs, ", "), err, strings.TrimSpace(out.String()))
 	}
 	return nil
 }

@@ -50,12 +50,11 @@ const (
 	// OpSignal signals a running command's process tree, from a connection
 	// of its own.
 	OpSignal = "signal"
-	// OpSnapshot copies the writable layer, with the sandbox's processes
-	// stopped, into a directory the host passes as a descriptor over the
-	// unix socket (SCM_RIGHTS) after the init's first response: a sandbox
-	// without a cgroup freezer, whose files the host may not be able to
-	// read, is copied from inside. The local backend's only.
-	OpSnapshot = "snapshot"
+	// OpPause stops every process of the sandbox but the init and keeps
+	// them stopped, starting no command, until the connection closes: how
+	// a host copies the writable layer of a sandbox without a cgroup
+	// freezer.
+	OpPause = "pause"
 )
 
 // Request is the first frame of every connection.
