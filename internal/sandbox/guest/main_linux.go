@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -45,6 +46,11 @@ func IsInit() bool {
 func Main() {
 	if m := os.Getenv(EnvMarker); m == MarkerRemove || m == MarkerCopy {
 		helperMain(m)
+	}
+	// Started from an in-memory copy (rootless), the command name is a
+	// descriptor number; it is systemd's on a booted machine.
+	if name, err := unix.BytePtrFromString("systemd"); err == nil {
+		_ = unix.Prctl(unix.PR_SET_NAME, uintptr(unsafe.Pointer(name)), 0, 0, 0)
 	}
 	pooled := os.Getenv(EnvMarker) == "pool"
 	lateMaps := os.Getenv(EnvLateIDMaps) != ""

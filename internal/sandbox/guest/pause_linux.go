@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -53,14 +54,29 @@ func pauseAll() (resume func(), err error) {
 		return func() {}, err
 	}
 	resume = func() {
-		now, _ := procStates()
-		for pid := range now {
-			if stopped(before[pid]) {
-				continue
+		now, err := procStates()
+		if err != nil {
+			_ = unix.Kill(-1, unix.SIGCONT)
+			return
+		}
+		// Children before their parents: a shell that waits for stopped
+		// children must not see its job stopped and take it for
+		// suspended.
+		var pids []int
+		for pid, p := range now {
+			if !stopped(before[pid].states) {
+				pids = append(pids, p.pid)
 			}
-			if p, err := strconv.Atoi(pid); err == nil {
-				_ = unix.Kill(p, unix.SIGCONT)
+		}
+		sort.Slice(pids, func(i, j int) bool {
+			di, dj := depth(now, pids[i]), depth(now, pids[j])
+			if di != dj {
+				return di > dj
 			}
+			return pids[i] < pids[j]
+		})
+		for _, p := range pids {
+			_ = unix.Kill(p, unix.SIGCONT)
 		}
 	}
 	if err := unix.Kill(-1, unix.SIGSTOP); err != nil {
@@ -76,8 +92,8 @@ func pauseAll() (resume func(), err error) {
 			return resume, err
 		}
 		var running []string
-		for pid, states := range now {
-			if !stopped(states) {
+		for pid, p := range now {
+			if !stopped(p.states) {
 				running = append(running, pid)
 			}
 		}
@@ -98,39 +114,70 @@ func stopped(states string) bool {
 	return states != "" && strings.Trim(states, "TtZX") == ""
 }
 
-// procStates maps each process of the sandbox but the init to the states
-// of its threads. It fails when /proc cannot be read: a pause must not
-// take an unreadable /proc for a stopped sandbox.
-func procStates() (map[string]string, error) {
+// procState is a process's parent and the states of its threads.
+type procState struct {
+	pid, ppid int
+	states    string
+}
+
+// depth counts pid's ancestors among procs.
+func depth(procs map[string]procState, pid int) int {
+	d := 0
+	for seen := 0; seen < len(procs); seen++ {
+		p, ok := procs[strconv.Itoa(pid)]
+		if !ok {
+			break
+		}
+		pid = p.ppid
+		d++
+	}
+	return d
+}
+
+// procStates maps each process of the sandbox but the init to its parent
+// and the states of its threads. It fails when /proc cannot be read: a
+// pause must not take an unreadable /proc for a stopped sandbox.
+func procStates() (map[string]procState, error) {
 	ents, err := os.ReadDir("/proc")
 	if err != nil {
 		return nil, fmt.Errorf("list processes: %w", err)
 	}
 	self := strconv.Itoa(os.Getpid())
-	out := map[string]string{}
+	out := map[string]procState{}
 	for _, e := range ents {
-		pid := e.Name()
-		if pid == self || pid[0] < '0' || pid[0] > '9' {
+		name := e.Name()
+		if name == self || name[0] < '0' || name[0] > '9' {
 			continue
 		}
-		tasks, err := os.ReadDir("/proc/" + pid + "/task")
+		pid, err := strconv.Atoi(name)
+		if err != nil {
+			continue
+		}
+		tasks, err := os.ReadDir("/proc/" + name + "/task")
 		if err != nil {
 			continue // gone
 		}
+		p := procState{pid: pid}
 		var states []byte
 		for _, t := range tasks {
-			b, err := os.ReadFile("/proc/" + pid + "/task/" + t.Name() + "/stat")
+			b, err := os.ReadFile("/proc/" + name + "/task/" + t.Name() + "/stat")
 			if err != nil {
 				continue
 			}
-			// The state follows the command name, which may hold
-			// anything but ends at the last ')'.
-			if i := strings.LastIndexByte(string(b), ')'); i >= 0 && i+2 < len(b) {
-				states = append(states, b[i+2])
+			// The state and the parent follow the command name, which
+			// may hold anything but ends at the last ')'.
+			i := strings.LastIndexByte(string(b), ')')
+			if i < 0 || i+2 >= len(b) {
+				continue
+			}
+			states = append(states, b[i+2])
+			if f := strings.Fields(string(b[i+2:])); len(f) > 1 {
+				p.ppid, _ = strconv.Atoi(f[1])
 			}
 		}
 		if len(states) > 0 {
-			out[pid] = string(states)
+			p.states = string(states)
+			out[name] = p
 		}
 	}
 	return out, nil

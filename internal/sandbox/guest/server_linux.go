@@ -36,7 +36,7 @@ type server struct {
 	// so every command must be forked from the thread that entered it.
 	spawner chan func()
 	// paused is held by a pause, and read-held around each start of a
-	// command: none starts while the sandbox is paused.
+	// command (outside mu): none starts while the sandbox is paused.
 	paused sync.RWMutex
 }
 
@@ -55,10 +55,10 @@ func (s *server) spawnLoop() {
 	}
 }
 
-// onSpawner runs f on the spawner thread.
+// onSpawner runs f on the spawner thread. Commands are started through
+// startProcess, which waits out a pause before it takes mu (the reaper and
+// signals need mu meanwhile).
 func (s *server) onSpawner(f func() error) error {
-	s.paused.RLock()
-	defer s.paused.RUnlock()
 	done := make(chan error, 1)
 	s.spawner <- func() { done <- f() }
 	return <-done
@@ -464,12 +464,15 @@ func (s *server) startProcess(path string, req *wire.Request, dir string, status
 	for i, f := range childFiles {
 		fds[i] = f.Fd()
 	}
+	// No command starts while the sandbox is paused for a snapshot.
+	s.paused.RLock()
 	s.mu.Lock()
 	pid, err := s.forkExec(path, req.Args, &syscall.ProcAttr{Dir: dir, Env: env, Files: fds, Sys: attr})
 	if err == nil {
 		s.waiting[pid] = statusCh
 	}
 	s.mu.Unlock()
+	s.paused.RUnlock()
 	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", req.Args[0], err)
 	}

@@ -51,7 +51,7 @@ func Apply(ctx context.Context, src, dst int) error {
 		return err
 	}
 	a := &applier{ctx: ctx, root: d, links: map[[2]uint64]string{}}
-	if err := a.dir(s, d, ""); err != nil {
+	if err := a.dir(s, d, &node{}); err != nil {
 		return err
 	}
 	return setAttrs(s, d, &st)
@@ -65,10 +65,35 @@ type applier struct {
 	links map[[2]uint64]string
 }
 
-func (a *applier) dir(src, dst int, rel string) error {
+// node is an entry's place in the tree, its path built only when needed
+// (an error, a hard link): a deep tree must not cost the square of its
+// depth in path strings.
+type node struct {
+	parent *node
+	name   string
+	depth  int
+}
+
+func (n *node) child(name string) *node { return &node{n, name, n.depth + 1} }
+
+func (n *node) path() string {
+	if n == nil || n.parent == nil {
+		return ""
+	}
+	return path.Join(n.parent.path(), n.name)
+}
+
+// maxTreeDepth bounds how deep a copied tree may be: each level holds two
+// descriptors until its directory is done.
+const maxTreeDepth = 2048
+
+func (a *applier) dir(src, dst int, at *node) error {
+	if at.depth > maxTreeDepth {
+		return fmt.Errorf("copy /%s: more than %d directories deep", at.path(), maxTreeDepth)
+	}
 	names, err := readNames(src)
 	if err != nil {
-		return fmt.Errorf("list /%s: %w", rel, err)
+		return fmt.Errorf("list /%s: %w", at.path(), err)
 	}
 	seen := make(map[string]bool, len(names))
 	for _, name := range names {
@@ -81,19 +106,19 @@ func (a *applier) dir(src, dst int, rel string) error {
 			continue
 		}
 		seen[name] = true
-		if err := a.entry(src, dst, name, path.Join(rel, name)); err != nil {
+		if err := a.entry(src, dst, name, at.child(name)); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func (a *applier) entry(src, dst int, name, rel string) error {
+func (a *applier) entry(src, dst int, name string, at *node) error {
 	wrap := func(err error) error {
 		if err == nil {
 			return nil
 		}
-		return fmt.Errorf("copy /%s: %w", rel, err)
+		return fmt.Errorf("copy /%s: %w", at.path(), err)
 	}
 	var st unix.Stat_t
 	if err := unix.Fstatat(src, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
@@ -124,7 +149,7 @@ func (a *applier) entry(src, dst int, name, rel string) error {
 			return wrap(err)
 		}
 		defer unix.Close(d)
-		if err := a.dir(s, d, rel); err != nil {
+		if err := a.dir(s, d, at); err != nil {
 			return err
 		}
 		return wrap(setAttrs(s, d, &st))
@@ -139,7 +164,7 @@ func (a *applier) entry(src, dst int, name, rel string) error {
 		if first, ok := a.links[key]; ok {
 			return wrap(a.link(first, dst, name))
 		}
-		a.links[key] = rel
+		a.links[key] = at.path()
 	}
 	switch typ {
 	case unix.S_IFREG:
@@ -224,7 +249,7 @@ func copyFile(src, dst int, name string, st *unix.Stat_t) error {
 		return err
 	}
 	out := os.NewFile(uintptr(d), name)
-	if _, err := io.Copy(out, in); err != nil {
+	if err := copyData(in, out, st.Size); err != nil {
 		out.Close()
 		return err
 	}
@@ -233,6 +258,41 @@ func copyFile(src, dst int, name string, st *unix.Stat_t) error {
 		return err
 	}
 	return out.Close()
+}
+
+// copyData copies the first size bytes of in to out, leaving holes as
+// holes: a sparse file costs its sandbox nothing (truncate -s 1P), and its
+// copy must not cost the host a petabyte.
+func copyData(in, out *os.File, size int64) error {
+	fd := int(in.Fd())
+	for off := int64(0); off < size; {
+		data, err := unix.Seek(fd, off, unix.SEEK_DATA)
+		if errors.Is(err, unix.ENXIO) {
+			break // a hole to the end
+		}
+		if err != nil {
+			return err
+		}
+		if data >= size {
+			break
+		}
+		hole, err := unix.Seek(fd, data, unix.SEEK_HOLE)
+		if err != nil {
+			return err
+		}
+		hole = min(hole, size)
+		if _, err := in.Seek(data, io.SeekStart); err != nil {
+			return err
+		}
+		if _, err := out.Seek(data, io.SeekStart); err != nil {
+			return err
+		}
+		if _, err := io.CopyN(out, in, hole-data); err != nil {
+			return err
+		}
+		off = hole
+	}
+	return out.Truncate(size)
 }
 
 // setAttrs gives dst (a regular file or directory) src's owner, xattrs,

@@ -313,3 +313,63 @@ func TestCopySwapped(t *testing.T) {
 		t.Error("a directory swapped for another was opened as the one listed")
 	}
 }
+
+// TestApplySparse: a sparse file is copied as one, its size kept and its
+// data where it was; a terabyte of hole costs the copy nothing.
+func TestApplySparse(t *testing.T) {
+	src, dst := t.TempDir(), t.TempDir()
+	f, err := os.Create(filepath.Join(src, "sparse"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const size = 1 << 40
+	if _, err := f.WriteAt([]byte("middle"), 1<<30); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(size); err != nil {
+		t.Skipf("no sparse files this large here: %v", err)
+	}
+	f.Close()
+	if err := Apply(context.Background(), openDir(t, src), openDir(t, dst)); err != nil {
+		t.Fatal(err)
+	}
+	var st unix.Stat_t
+	if err := unix.Stat(filepath.Join(dst, "sparse"), &st); err != nil {
+		t.Fatal(err)
+	}
+	if st.Size != size || st.Blocks*512 > 1<<20 {
+		t.Errorf("copy: size %d, %d bytes allocated; want %d bytes in at most 1 MiB", st.Size, st.Blocks*512, int64(size))
+	}
+	g, _ := os.Open(filepath.Join(dst, "sparse"))
+	defer g.Close()
+	b := make([]byte, 6)
+	if _, err := g.ReadAt(b, 1<<30); err != nil || string(b) != "middle" {
+		t.Errorf("data at 1 GiB: %q %v", b, err)
+	}
+}
+
+// TestApplyTooDeep refuses a tree deeper than maxTreeDepth (each level
+// holds descriptors while it is copied) instead of exhausting them.
+func TestApplyTooDeep(t *testing.T) {
+	src, dst := t.TempDir(), t.TempDir()
+	fd, err := unix.Open(src, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range maxTreeDepth + 2 {
+		if err := unix.Mkdirat(fd, "d", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		next, err := unix.Openat(fd, "d", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		unix.Close(fd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fd = next
+	}
+	unix.Close(fd)
+	err = Apply(context.Background(), openDir(t, src), openDir(t, dst))
+	if err == nil || !strings.Contains(err.Error(), "directories deep") {
+		t.Errorf("copy of a %d-deep tree: %v", maxTreeDepth+2, err)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"runtime"
 	"strings"
 	"syscall"
 
@@ -29,13 +30,20 @@ func (r *Runtime) runHelper(ctx context.Context, mode string, args []string, fil
 	defer mapsW.Close()
 	var out bytes.Buffer
 	attr := &syscall.SysProcAttr{
-		Cloneflags:  unix.CLONE_NEWUSER,
-		AmbientCaps: []uintptr{unix.CAP_DAC_OVERRIDE, unix.CAP_DAC_READ_SEARCH, unix.CAP_FOWNER, unix.CAP_CHOWN},
+		Cloneflags: unix.CLONE_NEWUSER,
+		// SETFCAP and FSETID keep file capabilities and set-group-id
+		// bits in a copy; all of them reach only the ids mapped.
+		AmbientCaps: []uintptr{unix.CAP_DAC_OVERRIDE, unix.CAP_DAC_READ_SEARCH, unix.CAP_FOWNER, unix.CAP_CHOWN, unix.CAP_SETFCAP, unix.CAP_FSETID},
+		// It dies with the caller (with the thread that started it, which
+		// stays locked until it is waited for).
+		Pdeathsig: unix.SIGKILL,
 	}
 	if r.subids == nil {
 		attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Geteuid(), Size: 1}}
 		attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getegid(), Size: 1}}
 	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	cmd := exec.CommandContext(ctx, r.initPath, args...)
 	cmd.Args[0] = "verisim-" + mode
 	cmd.Env = []string{guest.EnvMarker + "=" + mode}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"io"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -12,7 +13,11 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
+	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/verisim/verisim/internal/sandbox/guest"
 )
@@ -99,4 +104,93 @@ func checkInit(path string) error {
 		return fmt.Errorf("it speaks sandbox protocol %s and this verisim %d; build both from the same source (go build -o DIR ./cmd/verisim ./cmd/verisim-init)", v, guest.Protocol)
 	}
 	return nil
+}
+
+// sealedInit is a rootless runtime's init binary: a sealed in-memory copy
+// (memfd) of it, started instead of the file. Root inside a sandbox with
+// subordinate ids holds every capability of the sandbox's user namespace,
+// ptrace over its init included, and through /proc/1/exe could otherwise
+// reach the init's file, which the caller owns (an id the namespace maps):
+// chmod it for every local user to write, or mark it set-id, as in runc's
+// CVE-2019-5736. The copy cannot be written; a mode or owner changed from
+// inside is noticed before the next start, which makes a fresh copy.
+type sealedInit struct {
+	mu   sync.Mutex
+	src  string
+	f    *os.File
+	path string
+	log  *slog.Logger
+}
+
+// sealedFD is the lowest descriptor the copy takes: above the ones a
+// child gets (0-2 and the init's ExtraFiles), so that exec of
+// /proc/self/fd/<n> in the child still finds it.
+const sealedFD = 100
+
+func newSealedInit(src string, log *slog.Logger) (*sealedInit, error) {
+	s := &sealedInit{src: src, log: log}
+	if err := s.make(); err != nil {
+		return nil, fmt.Errorf("copy the sandbox init into memory: %w", err)
+	}
+	return s, nil
+}
+
+func (s *sealedInit) make() error {
+	in, err := os.Open(s.src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	fd, err := unix.MemfdCreate("systemd", unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
+	if err != nil {
+		return err
+	}
+	high, err := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, sealedFD)
+	unix.Close(fd)
+	if err != nil {
+		return err
+	}
+	f := os.NewFile(uintptr(high), "systemd")
+	if _, err := io.Copy(f, in); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Chmod(0o500); err != nil {
+		f.Close()
+		return err
+	}
+	if _, err := unix.FcntlInt(f.Fd(), unix.F_ADD_SEALS, unix.F_SEAL_SEAL|unix.F_SEAL_SHRINK|unix.F_SEAL_GROW|unix.F_SEAL_WRITE); err != nil {
+		f.Close()
+		return err
+	}
+	if s.f != nil {
+		s.f.Close()
+	}
+	s.f, s.path = f, "/proc/self/fd/"+strconv.Itoa(high)
+	return nil
+}
+
+// exe returns the path to start the init by, making a fresh copy when the
+// current one's mode or owner was changed.
+func (s *sealedInit) exe() (string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	fi, err := s.f.Stat()
+	if err != nil {
+		return "", fmt.Errorf("the sandbox init's in-memory copy: %w", err)
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) == os.Geteuid() && fi.Mode()&(fs.ModePerm|fs.ModeSetuid|fs.ModeSetgid|fs.ModeSticky) == 0o500 {
+		return s.path, nil
+	}
+	s.log.Warn("the sandbox init's in-memory copy was changed, from inside a sandbox; starting the next from a fresh copy", "mode", fi.Mode())
+	if err := s.make(); err != nil {
+		return "", fmt.Errorf("copy the sandbox init into memory: %w", err)
+	}
+	return s.path, nil
+}
+
+func (s *sealedInit) close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.f.Close()
 }

@@ -238,6 +238,11 @@ func TestRootless(t *testing.T) {
 	if err := os.WriteFile(bin, data, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	// Owned by the user that runs it, as an installed verisim would be:
+	// root inside a sandbox then holds capabilities over the file.
+	if err := os.Chown(bin, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
 	run := func(t *testing.T, cmd *exec.Cmd) {
 		t.Helper()
 		out, err := cmd.CombinedOutput()
@@ -332,6 +337,41 @@ func TestRootlessHelper(t *testing.T) {
 	}
 	t.Run("deep fork chain", func(t *testing.T) { testDeepForkChain(t, rt, rootlessSpec(t)) })
 	t.Run("snapshot", func(t *testing.T) { testRootlessSnapshot(t, rt, rootlessSpec(t)) })
+	t.Run("init binary out of reach", func(t *testing.T) {
+		// Root inside (subordinate ids) may ptrace the init: /proc/1/exe
+		// must not lead to the caller's own file.
+		exe, err := os.Executable()
+		if err != nil {
+			t.Fatal(err)
+		}
+		before, err := os.Stat(exe)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sb, err := rt.Create(t.Context(), rootlessSpec(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer sb.Close(context.Background())
+		if r := sandboxtest.Sh(t, sb, "cat /proc/1/comm"); r.Stdout != "systemd\n" {
+			t.Errorf("/proc/1/comm: %q", r.Stdout)
+		}
+		if rt.subids != nil {
+			var out bytes.Buffer
+			root := &sandbox.User{Name: "root", UID: 0, GID: 0, Home: "/root"}
+			sb.Run(t.Context(), sandbox.Cmd{Args: []string{"sh", "-c", "chmod 4777 /proc/1/exe; chown 5:5 /proc/1/exe; true"}, User: root, Stdout: &out, Stderr: &out})
+			t.Logf("as root inside: %s", out.String())
+		}
+		if after, err := os.Stat(exe); err != nil || after.Mode() != before.Mode() || after.Sys().(*syscall.Stat_t).Uid != before.Sys().(*syscall.Stat_t).Uid {
+			t.Errorf("the init's file changed from inside: %v -> %v (%v)", before.Mode(), after.Mode(), err)
+		}
+		// The next sandbox starts from a fresh copy.
+		next, err := rt.Create(t.Context(), rootlessSpec(t))
+		if err != nil {
+			t.Fatalf("create after tampering: %v", err)
+		}
+		next.Close(context.Background())
+	})
 	t.Run("limits need root", func(t *testing.T) {
 		s := testSpec(t)
 		if _, err := rt.Create(t.Context(), s); err == nil || !strings.Contains(err.Error(), "need root") {
@@ -364,8 +404,9 @@ func testRootlessSnapshot(t *testing.T, rt *Runtime, spec sandbox.Spec) {
 	// A running process that notes each SIGCONT, and one suspended
 	// before the snapshot.
 	pids := strings.Fields(sandboxtest.Sh(t, sb, `echo mine > note
-setsid sh -c 'trap "echo cont >> /tmp/conts" CONT; while :; do sleep 0.05; done' >/dev/null 2>&1 &
+setsid sh -c 'trap "echo cont >> /tmp/conts" CONT; : > /tmp/trapped; while :; do sleep 0.05; done' >/dev/null 2>&1 &
 echo $!
+until test -e /tmp/trapped; do sleep 0.01; done
 setsid sleep 60 >/dev/null 2>&1 &
 kill -STOP $! && echo $!`).Stdout)
 	if len(pids) != 2 {

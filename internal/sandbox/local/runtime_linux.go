@@ -80,6 +80,9 @@ type Runtime struct {
 	initPath string
 	// initTarget is the binary the link leads to.
 	initTarget string
+	// sealed, rootless, is the in-memory copy of initTarget that
+	// sandboxes start from.
+	sealed *sealedInit
 }
 
 // Init names the binary sandboxes start as init: the path of verisim-init,
@@ -118,6 +121,11 @@ func New(opts Options) (*Runtime, error) {
 	if err := os.MkdirAll(filepath.Join(opts.StateDir, "layers"), 0o700); err != nil {
 		return nil, fmt.Errorf("create state directory: %w", err)
 	}
+	// Layers keep their files' set-id bits: no other user may reach them,
+	// whatever mode an older verisim or the user gave the directory.
+	if err := os.Chmod(filepath.Join(opts.StateDir, "layers"), 0o700); err != nil {
+		return nil, fmt.Errorf("state directory: %w", err)
+	}
 	if err := ensureTmpfs(opts.RunDir, rootless); err != nil {
 		return nil, err
 	}
@@ -127,6 +135,9 @@ func New(opts Options) (*Runtime, error) {
 	}
 	r := &Runtime{state: opts.StateDir, run: opts.RunDir, log: log, cg: cg, initPath: initPath, initTarget: initTarget, rootless: rootless}
 	if rootless {
+		if r.sealed, err = newSealedInit(initTarget, log); err != nil {
+			return nil, err
+		}
 		if r.subids = findSubIDs(); r.subids == nil {
 			log.Info("rootless: no newuidmap/newgidmap or no /etc/subuid and /etc/subgid ranges; sandboxes map the caller's ids alone")
 		}
@@ -411,6 +422,9 @@ func (r *Runtime) refill() {
 // the cgroups sandboxes of this run directory nest under if none is left
 // in them. Sandboxes already created are not affected.
 func (r *Runtime) Close(ctx context.Context) error {
+	if r.sealed != nil {
+		defer r.sealed.close()
+	}
 	defer func() {
 		// Each run directory has its own parent cgroup (cgroupParent);
 		// one left empty would stay behind for every run directory ever
@@ -489,8 +503,14 @@ func (r *Runtime) startInit(idle, withCPU bool, u sandbox.User) (_ *initProc, re
 	if idle {
 		marker = "pool"
 	}
+	exe := r.initPath
+	if r.sealed != nil {
+		if exe, err = r.sealed.exe(); err != nil {
+			return nil, err
+		}
+	}
 	ip.cmd = &exec.Cmd{
-		Path:       r.initPath,
+		Path:       exe,
 		Args:       []string{"/sbin/init"},
 		Env:        []string{guest.EnvMarker + "=" + marker},
 		Dir:        ip.dir,
