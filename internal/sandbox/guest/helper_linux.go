@@ -23,9 +23,11 @@ const (
 	// layers holding files of other ids.
 	MarkerRemove = "remove"
 	// MarkerCopy applies the layers open at descriptors 5, 6, … (as many
-	// as its one argument says) in order onto the directory open at
+	// as its first argument says) in order onto the directory open at
 	// descriptor 4: a rootless sandbox's snapshot, its writable layer
-	// last, squashing the snapshot layers before it when asked.
+	// last, squashing the snapshot layers before it when asked. Its second
+	// argument bounds the bytes of file data taken from the last layer
+	// (layer.ApplyWithin; 0: none).
 	MarkerCopy = "copy"
 )
 
@@ -44,15 +46,21 @@ func helperMain(mode string) {
 			}
 		}
 	case MarkerCopy:
-		n := 0
-		if len(os.Args) == 2 {
+		var n int
+		var limit int64
+		if len(os.Args) == 3 {
 			n, _ = strconv.Atoi(os.Args[1])
+			limit, _ = strconv.ParseInt(os.Args[2], 10, 64)
 		}
-		if n <= 0 {
-			errs = append(errs, fmt.Errorf("copy helper: want the number of layers as the one argument, got %q", os.Args[1:]))
+		if n <= 0 || limit < 0 {
+			errs = append(errs, fmt.Errorf("copy helper: want the number of layers and the last one's byte limit as arguments, got %q", os.Args[1:]))
 		}
 		for fd := 5; fd < 5+n && len(errs) == 0; fd++ {
-			if err := layer.Apply(context.Background(), fd, 4); err != nil {
+			var max int64
+			if fd == 5+n-1 {
+				max = limit
+			}
+			if err := layer.ApplyWithin(context.Background(), fd, 4, max); err != nil {
 				errs = append(errs, err)
 			}
 		}

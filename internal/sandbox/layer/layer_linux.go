@@ -36,6 +36,20 @@ import (
 // on an upper layer are dropped. src and dst may be O_PATH descriptors;
 // Apply does not close them.
 func Apply(ctx context.Context, src, dst int) error {
+	return ApplyWithin(ctx, src, dst, 0)
+}
+
+// ErrTooLarge is returned by ApplyWithin when a layer holds more data
+// than its budget.
+var ErrTooLarge = errors.New("more data than the layer's filesystem can hold: it changed while being copied")
+
+// ApplyWithin is Apply that fails with ErrTooLarge once more than maxBytes
+// of file data (holes not counted) were copied from src; 0 means no limit.
+// A layer that may change while it is copied (a rootless sandbox's, whose
+// processes can arrange to run on) gets its filesystem's size: a process
+// that keeps writing where the copy has not been yet cannot make the copy
+// grow past what the layer could ever hold.
+func ApplyWithin(ctx context.Context, src, dst int, maxBytes int64) error {
 	s, err := reopenDir(src)
 	if err != nil {
 		return fmt.Errorf("open layer: %w", err)
@@ -50,7 +64,7 @@ func Apply(ctx context.Context, src, dst int) error {
 	if err := unix.Fstat(s, &st); err != nil {
 		return err
 	}
-	a := &applier{ctx: ctx, root: d, links: map[[2]uint64]string{}}
+	a := &applier{ctx: ctx, root: d, links: map[[2]uint64]string{}, limited: maxBytes > 0, left: maxBytes}
 	if err := a.dir(s, d, &node{}); err != nil {
 		return err
 	}
@@ -60,6 +74,10 @@ func Apply(ctx context.Context, src, dst int) error {
 type applier struct {
 	ctx  context.Context
 	root int
+	// left is how many bytes of file data may still be copied, when
+	// limited.
+	limited bool
+	left    int64
 	// links maps a hard-linked source inode to its first copy's path
 	// below root.
 	links map[[2]uint64]string
@@ -168,7 +186,7 @@ func (a *applier) entry(src, dst int, name string, at *node) error {
 	}
 	switch typ {
 	case unix.S_IFREG:
-		return wrap(copyFile(src, dst, name, &st))
+		return wrap(a.copyFile(src, dst, name, &st))
 	case unix.S_IFLNK:
 		buf := make([]byte, unix.PathMax)
 		n, err := unix.Readlinkat(src, name, buf)
@@ -237,7 +255,7 @@ func openSame(dir int, name string, flags int, st *unix.Stat_t) (int, error) {
 	return fd, nil
 }
 
-func copyFile(src, dst int, name string, st *unix.Stat_t) error {
+func (a *applier) copyFile(src, dst int, name string, st *unix.Stat_t) error {
 	s, err := openSame(src, name, unix.O_RDONLY, st)
 	if err != nil {
 		return err
@@ -249,7 +267,7 @@ func copyFile(src, dst int, name string, st *unix.Stat_t) error {
 		return err
 	}
 	out := os.NewFile(uintptr(d), name)
-	if err := copyData(in, out, st.Size); err != nil {
+	if err := a.copyData(in, out, st.Size); err != nil {
 		out.Close()
 		return err
 	}
@@ -263,7 +281,7 @@ func copyFile(src, dst int, name string, st *unix.Stat_t) error {
 // copyData copies the first size bytes of in to out, leaving holes as
 // holes: a sparse file costs its sandbox nothing (truncate -s 1P), and its
 // copy must not cost the host a petabyte.
-func copyData(in, out *os.File, size int64) error {
+func (a *applier) copyData(in, out *os.File, size int64) error {
 	fd := int(in.Fd())
 	for off := int64(0); off < size; {
 		data, err := unix.Seek(fd, off, unix.SEEK_DATA)
@@ -281,6 +299,12 @@ func copyData(in, out *os.File, size int64) error {
 			return err
 		}
 		hole = min(hole, size)
+		if a.limited {
+			if hole-data > a.left {
+				return ErrTooLarge
+			}
+			a.left -= hole - data
+		}
 		if _, err := in.Seek(data, io.SeekStart); err != nil {
 			return err
 		}

@@ -2,6 +2,7 @@ package layer
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"sort"
@@ -291,7 +292,7 @@ func TestCopySwapped(t *testing.T) {
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
-	go func() { done <- copyFile(s, d, "f", &st) }()
+	go func() { done <- (&applier{}).copyFile(s, d, "f", &st) }()
 	select {
 	case err := <-done:
 		if err == nil || !strings.Contains(err.Error(), "changed while being copied") {
@@ -371,5 +372,26 @@ func TestApplyTooDeep(t *testing.T) {
 	err = Apply(context.Background(), openDir(t, src), openDir(t, dst))
 	if err == nil || !strings.Contains(err.Error(), "directories deep") {
 		t.Errorf("copy of a %d-deep tree: %v", maxTreeDepth+2, err)
+	}
+}
+
+// TestApplyWithin fails once a layer gives more file data than its budget
+// (holes not counted) and copies one within it.
+func TestApplyWithin(t *testing.T) {
+	src := t.TempDir()
+	write(t, filepath.Join(src, "a"), strings.Repeat("x", 3000), 0o644)
+	write(t, filepath.Join(src, "b"), strings.Repeat("y", 3000), 0o644)
+	f, err := os.Create(filepath.Join(src, "sparse"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Truncate(1 << 30)
+	f.Close()
+	within, over := t.TempDir(), t.TempDir()
+	if err := ApplyWithin(context.Background(), openDir(t, src), openDir(t, within), 6002); err != nil {
+		t.Errorf("within the budget: %v", err)
+	}
+	if err := ApplyWithin(context.Background(), openDir(t, src), openDir(t, over), 5000); !errors.Is(err, ErrTooLarge) {
+		t.Errorf("over the budget: %v, want ErrTooLarge", err)
 	}
 }

@@ -220,7 +220,14 @@ func (b *box) copyPaused(ctx context.Context, srcs []int, dst int) error {
 		}
 		files = append(files, os.NewFile(uintptr(d), "layer"))
 	}
-	return b.rt.runHelper(ctx, guest.MarkerCopy, []string{strconv.Itoa(len(srcs) + 1)}, files...)
+	// The writable layer cannot hold more than its tmpfs: a process
+	// that runs on during the pause cannot make the copy grow past it.
+	var fs unix.Statfs_t
+	if err := unix.Fstatfs(upper, &fs); err != nil {
+		return fmt.Errorf("size of the writable layer: %w", err)
+	}
+	limit := int64(fs.Blocks) * fs.Bsize
+	return b.rt.runHelper(ctx, guest.MarkerCopy, []string{strconv.Itoa(len(srcs) + 1), strconv.FormatInt(limit, 10)}, files...)
 }
 
 // isSnapLayer reports whether layer is one of this runtime's snapshots.
