@@ -337,6 +337,28 @@ func TestRootlessHelper(t *testing.T) {
 	}
 	t.Run("deep fork chain", func(t *testing.T) { testDeepForkChain(t, rt, rootlessSpec(t)) })
 	t.Run("snapshot", func(t *testing.T) { testRootlessSnapshot(t, rt, rootlessSpec(t)) })
+	t.Run("deep locked directory", func(t *testing.T) {
+		// Past PATH_MAX and mode 000: the caller's own tree, that only a
+		// helper with CAP_DAC_OVERRIDE can remove.
+		sb, err := rt.Create(t.Context(), rootlessSpec(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer sb.Close(context.Background())
+		if r := sandboxtest.Sh(t, sb, `for i in $(seq 1100); do mkdir ddd && cd -P ddd || exit 1; done; mkdir x && touch x/f && chmod 000 x`); r.Status.Code != 0 {
+			t.Fatalf("deep tree: %+v", r)
+		}
+		snap, err := sb.Snapshot(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := rt.RemoveSnapshot(t.Context(), snap); err != nil {
+			t.Fatalf("remove snapshot: %v", err)
+		}
+		if ents, _ := os.ReadDir(filepath.Join(rt.state, "layers")); len(ents) != 0 {
+			t.Errorf("layers left: %d", len(ents))
+		}
+	})
 	t.Run("init binary out of reach", func(t *testing.T) {
 		// Root inside (subordinate ids) may ptrace the init: /proc/1/exe
 		// must not lead to the caller's own file.

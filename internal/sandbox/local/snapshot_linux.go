@@ -41,11 +41,13 @@ func (r *Runtime) layerDir(id string) string { return filepath.Join(r.state, "la
 
 // removeLayer removes a layer directory. A rootless runtime's snapshot
 // layers hold files of the other ids its subordinate range maps, which the
-// caller may not delete; what it cannot remove goes through a helper in a
-// user namespace with the same maps.
+// caller may not delete (or, with one id, directories no mode lets it
+// into, deeper than fstree.RemoveAll's path-based pass reaches); what it
+// cannot remove goes through a helper in a user namespace with the same
+// maps.
 func (r *Runtime) removeLayer(dir string) error {
 	err := fstree.RemoveAll(dir)
-	if err == nil || !r.rootless || r.subids == nil || !errors.Is(err, fs.ErrPermission) {
+	if err == nil || !r.rootless || !errors.Is(err, fs.ErrPermission) {
 		return err
 	}
 	return r.runHelper(context.Background(), guest.MarkerRemove, []string{dir})
