@@ -172,9 +172,10 @@ func TestRolloutAndEval(t *testing.T) {
 // TestRolloutRootless runs a rollout without root: as the user nobody, with
 // subordinate ids (bound over /etc/subuid and /etc/subgid in a mount
 // namespace of the test's own). The task's machine is prepared in a
-// sandbox in a user namespace and snapshotted by that sandbox's init, each
-// episode forks the snapshot, and removing it at the end goes through the
-// layer-removing helper: nothing may be left.
+// sandbox in a user namespace and snapshotted (paused by that sandbox's
+// init, copied by a helper), each episode forks the snapshot, and removing
+// it at the end goes through the layer-removing helper: nothing may be
+// left.
 func TestRolloutRootless(t *testing.T) {
 	subidtest.Require(t)
 	// Everything where nobody reaches it.

@@ -402,8 +402,9 @@ func TestRootlessHelper(t *testing.T) {
 	})
 }
 
-// testRootlessSnapshot: a rootless sandbox is snapshotted by its init,
-// with a process running (stopped for the copy, running again after), and
+// testRootlessSnapshot: a rootless sandbox is snapshotted (paused by its
+// init, copied by a helper) with a process running (stopped for the copy,
+// running again after) and one suspended (still suspended after), and
 // with subordinate ids files of other users (root's unreadable directory,
 // www-data's file) keep their owners in a fork; removing the snapshot
 // leaves no layer behind, though the caller could not delete those files.
