@@ -110,10 +110,12 @@ func checkInit(path string) error {
 // (memfd) of it, started instead of the file. Root inside a sandbox with
 // subordinate ids holds every capability of the sandbox's user namespace,
 // ptrace over its init included, and through /proc/1/exe could otherwise
-// reach the init's file, which the caller owns (an id the namespace maps):
-// chmod it for every local user to write, or mark it set-id, as in runc's
-// CVE-2019-5736. The copy cannot be written; a mode or owner changed from
-// inside is noticed before the next start, which makes a fresh copy.
+// reach the init's file when an id the namespace maps owns it (the
+// caller's own verisim): chmod it for every local user to write, or mark
+// it set-id, as in runc's CVE-2019-5736. The copy cannot be written; a
+// mode or owner changed from inside is noticed before the next start,
+// which makes a fresh copy. It costs a copy of the binary per runtime
+// (3.6 ms for verisim-init, 20 ms for the whole verisim binary here).
 type sealedInit struct {
 	mu   sync.Mutex
 	src  string

@@ -135,11 +135,15 @@ func New(opts Options) (*Runtime, error) {
 	}
 	r := &Runtime{state: opts.StateDir, run: opts.RunDir, log: log, cg: cg, initPath: initPath, initTarget: initTarget, rootless: rootless}
 	if rootless {
-		if r.sealed, err = newSealedInit(initTarget, log); err != nil {
-			return nil, err
-		}
 		if r.subids = findSubIDs(); r.subids == nil {
 			log.Info("rootless: no newuidmap/newgidmap or no /etc/subuid and /etc/subgid ranges; sandboxes map the caller's ids alone")
+		}
+		// Only with subordinate ids is there a root inside that could
+		// reach the init's file, and only if an id it maps owns it.
+		if r.subids != nil && r.subids.maps(initTarget) {
+			if r.sealed, err = newSealedInit(initTarget, log); err != nil {
+				return nil, err
+			}
 		}
 	}
 	if opts.Warm > 0 {

@@ -9,6 +9,7 @@ import (
 	"os/user"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -107,4 +108,15 @@ func (s *subIDs) apply(pid int, uid, gid uint32) error {
 		}
 	}
 	return nil
+}
+
+// maps reports whether the file at path (following links) belongs to an
+// id a sandbox maps, the caller's or one of its range: root inside such a
+// sandbox holds capabilities over it.
+func (s *subIDs) maps(path string) bool {
+	var st syscall.Stat_t
+	if err := syscall.Stat(path, &st); err != nil {
+		return true // unknown: assume the worst
+	}
+	return int(st.Uid) == os.Geteuid() || (st.Uid >= s.uid.start && st.Uid-s.uid.start < s.uid.count)
 }
