@@ -160,9 +160,12 @@ for i in /sys/class/net/*; do [ -e "$i" ] || continue; printf '%s %s\n' "${i##*/
 			Name:     "capabilities",
 			Why:      "A trimmed CapBnd (Docker's default is 00000000a80425fb) or capabilities held by a non-root user show a runtime's hand.",
 			Severity: Strong,
-			keys:     []string{"status", "cap_last_cap", "uid"},
-			observe:  script(statusScript),
-			judge:    judgeCapabilities,
+			Limitation: "A namespace backend inherits the host's capability bounding set and cannot add to it: on a host whose own " +
+				"processes run with a trimmed set (some cloud VMs' agents do), so does every sandbox; capabilities held by a non-root " +
+				"user, the other half of this probe, a backend can always drop. A microVM boots its own kernel and init with the full set.",
+			keys:    []string{"status", "cap_last_cap", "uid"},
+			observe: script(statusScript),
+			judge:   judgeCapabilities,
 		},
 		{
 			Name:     "user-namespace",
