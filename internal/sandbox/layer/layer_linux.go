@@ -432,9 +432,10 @@ func reopenDir(fd int) (int, error) {
 	return unix.Openat(fd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 }
 
-// readNames lists the directory open at fd, which it leaves open.
+// readNames lists the directory open for reading at fd, which it leaves
+// open (its offset at the end).
 func readNames(fd int) ([]string, error) {
-	d, err := reopenDir(fd)
+	d, err := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0)
 	if err != nil {
 		return nil, err
 	}

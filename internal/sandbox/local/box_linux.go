@@ -8,7 +8,6 @@ import (
 	"io/fs"
 	"net"
 	"os"
-	"strconv"
 	"sync"
 	"time"
 
@@ -408,10 +407,6 @@ func (b *box) destroy(ctx context.Context) error {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
-}
-
-func (b *box) upperPath() string {
-	return "/proc/" + strconv.Itoa(b.m.InitPID) + "/fd/" + strconv.Itoa(b.m.UpperFD)
 }
 
 // InitPID is the host pid of the sandbox's init, for measurements.

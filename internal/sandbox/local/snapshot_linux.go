@@ -95,8 +95,8 @@ func (b *box) Snapshot(ctx context.Context) (_ string, retErr error) {
 		}
 		depth = 1
 	}
-	// The layers to copy, deepest first, then the writable one; and
-	// where to.
+	// The layers to copy, deepest first, then the writable one (a copy
+	// of the init's descriptor); and where to.
 	var srcs []int
 	defer func() {
 		for _, fd := range srcs {
@@ -110,6 +110,11 @@ func (b *box) Snapshot(ctx context.Context) (_ string, retErr error) {
 		}
 		srcs = append(srcs, fd)
 	}
+	upper, err := b.initFD(b.m.UpperFD)
+	if err != nil {
+		return "", fmt.Errorf("snapshot %s: open the writable layer: %w", b.m.ID, err)
+	}
+	srcs = append(srcs, upper)
 	dst, err := unix.Open(tmp, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return "", fmt.Errorf("snapshot %s: %w", b.m.ID, err)
@@ -143,8 +148,8 @@ func (b *box) Snapshot(ctx context.Context) (_ string, retErr error) {
 	return id, nil
 }
 
-// copyFrozen freezes the sandbox's cgroups and applies srcs and then the
-// writable layer (through the init's descriptor of it) onto dst.
+// copyFrozen freezes the sandbox's cgroups and applies srcs (the
+// writable layer last) onto dst.
 func (b *box) copyFrozen(ctx context.Context, srcs []int, dst int) (err error) {
 	if err := b.m.Cgroup.freeze(true); err != nil {
 		_ = b.m.Cgroup.freeze(false)
@@ -155,12 +160,7 @@ func (b *box) copyFrozen(ctx context.Context, srcs []int, dst int) (err error) {
 			err = fmt.Errorf("thaw sandbox: %w", terr)
 		}
 	}()
-	upper, err := unix.Open(b.upperPath(), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return err
-	}
-	defer unix.Close(upper)
-	for _, src := range append(srcs, upper) {
+	for _, src := range srcs {
 		if err := layer.Apply(ctx, src, dst); err != nil {
 			return err
 		}
@@ -169,10 +169,10 @@ func (b *box) copyFrozen(ctx context.Context, srcs []int, dst int) (err error) {
 }
 
 // initFD copies the init's descriptor fd into this process
-// (pidfd_getfd). A rootless init that has started a command as another
-// user is no longer dumpable, which puts /proc/<pid>/fd out of the
-// caller's reach; the caller owns the init's user namespace, which is what
-// pidfd_getfd asks.
+// (pidfd_getfd). Not /proc/<pid>/fd: a rootless init that has started a
+// command as another user is no longer dumpable, which puts that out of
+// the caller's reach; the caller owns the init's user namespace, which is
+// what pidfd_getfd asks.
 func (b *box) initFD(fd int) (int, error) {
 	pidfd, err := unix.PidfdOpen(b.m.InitPID, 0)
 	if err != nil {
@@ -189,14 +189,9 @@ func (b *box) initFD(fd int) (int, error) {
 // copyPaused copies a rootless sandbox's writable layer: the init pauses
 // the sandbox's processes (wire.OpPause) while a helper in a user namespace
 // of its own, holding capabilities over the ids the sandbox maps, applies
-// srcs and then the writable layer (through the init's descriptor of it)
-// onto dst. No descriptor of the host's reaches the sandbox.
+// srcs (the writable layer last) onto dst. No descriptor of the host's
+// reaches the sandbox.
 func (b *box) copyPaused(ctx context.Context, srcs []int, dst int) error {
-	upper, err := b.initFD(b.m.UpperFD)
-	if err != nil {
-		return fmt.Errorf("open the writable layer: %w", err)
-	}
-	defer unix.Close(upper)
 	nc, c, err := b.dial(ctx, &wire.Request{Op: wire.OpPause})
 	if err != nil {
 		return err
@@ -215,7 +210,7 @@ func (b *box) copyPaused(ctx context.Context, srcs []int, dst int) error {
 			f.Close()
 		}
 	}()
-	for _, fd := range append([]int{dst}, append(srcs, upper)...) {
+	for _, fd := range append([]int{dst}, srcs...) {
 		d, err := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0)
 		if err != nil {
 			return err
@@ -225,11 +220,11 @@ func (b *box) copyPaused(ctx context.Context, srcs []int, dst int) error {
 	// The writable layer cannot hold more than its tmpfs: a process
 	// that runs on during the pause cannot make the copy grow past it.
 	var fs unix.Statfs_t
-	if err := unix.Fstatfs(upper, &fs); err != nil {
+	if err := unix.Fstatfs(srcs[len(srcs)-1], &fs); err != nil {
 		return fmt.Errorf("size of the writable layer: %w", err)
 	}
 	limit := int64(fs.Blocks) * fs.Bsize
-	return b.rt.runHelper(ctx, guest.MarkerCopy, []string{strconv.Itoa(len(srcs) + 1), strconv.FormatInt(limit, 10)}, files...)
+	return b.rt.runHelper(ctx, guest.MarkerCopy, []string{strconv.Itoa(len(srcs)), strconv.FormatInt(limit, 10)}, files...)
 }
 
 // isSnapLayer reports whether layer is one of this runtime's snapshots.
