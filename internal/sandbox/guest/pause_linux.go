@@ -42,7 +42,8 @@ func (s *server) pause(c *wire.Conn) {
 
 // pauseAll stops every process of the sandbox but the init (SIGSTOP to
 // all, which from PID 1 reaches exactly its namespace) and waits until each
-// of their threads has stopped. resume, always to be called, continues the
+// of their threads has stopped (or, in vfork, waits on a stopped child:
+// see unsettled). resume, always to be called, continues the
 // processes it stopped: those stopped already (a suspended job, a tracee)
 // stay stopped. Unlike a cgroup freezer this is visible (a parent may see
 // its child stop and go on) and a process that arranged to be continued
@@ -91,12 +92,7 @@ func pauseAll() (resume func(), err error) {
 		if err != nil {
 			return resume, err
 		}
-		var running []string
-		for pid, p := range now {
-			if !stopped(p.states) {
-				running = append(running, pid)
-			}
-		}
+		running := unsettled(now, sameVM)
 		if len(running) == 0 {
 			return resume, nil
 		}
@@ -112,6 +108,63 @@ func pauseAll() (resume func(), err error) {
 // stopped reports whether every thread of a process is stopped or dead.
 func stopped(states string) bool {
 	return states != "" && strings.Trim(states, "TtZX") == ""
+}
+
+// unsettled lists, sorted, the processes of procs that may still run:
+// those with a thread neither stopped nor dead, but for a parent blocked
+// in vfork. A vfork (dash runs every command this way; Go's os/exec and
+// posix_spawn clone with CLONE_VFORK) leaves the parent in uninterruptible
+// sleep, deaf to SIGSTOP, until the child execs or exits; a child stopped
+// before it got there holds the parent so for as long as it is stopped.
+// Such a parent runs nothing until then, so it counts as paused when each
+// of its sleeping threads can be matched to a paused child sharing its
+// memory (sameVM, kcmp's KCMP_VM: the mark of a vfork child before exec).
+// The match repeats to a fixed point: a vfork child may itself wait on
+// one.
+func unsettled(procs map[string]procState, sameVM func(a, b int) bool) []string {
+	settled := map[int]bool{}
+	children := map[int][]int{}
+	for _, p := range procs {
+		children[p.ppid] = append(children[p.ppid], p.pid)
+		if stopped(p.states) {
+			settled[p.pid] = true
+		}
+	}
+	for changed := true; changed; {
+		changed = false
+		for _, p := range procs {
+			if settled[p.pid] || strings.Trim(p.states, "TtZXD") != "" {
+				continue
+			}
+			waiting := strings.Count(p.states, "D")
+			for _, c := range children[p.pid] {
+				if waiting > 0 && settled[c] && sameVM(p.pid, c) {
+					waiting--
+				}
+			}
+			if waiting == 0 {
+				settled[p.pid] = true
+				changed = true
+			}
+		}
+	}
+	var out []string
+	for name, p := range procs {
+		if !settled[p.pid] {
+			out = append(out, name)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// sameVM reports whether processes a and b share one address space, as a
+// vfork child does its parent's until it execs (kcmp KCMP_VM; the init
+// may inspect any process of its sandbox). An error counts as no.
+func sameVM(a, b int) bool {
+	const kcmpVM = 1 // KCMP_VM in <linux/kcmp.h>
+	r, _, errno := unix.Syscall6(unix.SYS_KCMP, uintptr(a), uintptr(b), kcmpVM, 0, 0, 0)
+	return errno == 0 && r == 0
 }
 
 // procState is a process's parent and the states of its threads.

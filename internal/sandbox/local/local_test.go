@@ -405,7 +405,8 @@ func TestRootlessHelper(t *testing.T) {
 // testRootlessSnapshot: a rootless sandbox is snapshotted (paused by its
 // init, copied by a helper) with a process running (stopped for the copy,
 // running again after) and one suspended (still suspended after), and
-// with subordinate ids files of other users (root's unreadable directory,
+// with a shell held in vfork by a child stopped before exec (taken as
+// paused, not waited for), and with subordinate ids files of other users (root's unreadable directory,
 // www-data's file) keep their owners in a fork; removing the snapshot
 // leaves no layer behind, though the caller could not delete those files.
 func testRootlessSnapshot(t *testing.T, rt *Runtime, spec sandbox.Spec) {
@@ -435,9 +436,35 @@ kill -STOP $! && echo $!`).Stdout)
 	if len(pids) != 2 {
 		t.Fatalf("background processes: %q", pids)
 	}
+	// A shell (dash vforks each command) held in vfork by a child stopped
+	// before it could exec: the parent sleeps uninterruptibly and never
+	// shows stopped; the pause must take it as paused, not time out. A
+	// long PATH that the child walks before exec widens the window.
+	vfork := strings.Fields(sandboxtest.Sh(t, sb, `PATH=$(seq -s '' -f '/n%g:' 8000)$PATH setsid dash -c 'while :; do env true; done' >/dev/null 2>&1 &
+p=$!
+n=0
+while [ $n -lt 200000 ]; do
+  n=$((n+1))
+  c=; read -r c _ < /proc/$p/task/$p/children; [ -n "$c" ] || continue
+  kill -STOP $c 2>/dev/null || continue
+  cs=; read -r cs < /proc/$c/stat 2>/dev/null; cs=${cs##*) }
+  if [ "${cs%% *}" = T ]; then
+    st=; read -r st < /proc/$p/stat; st=${st##*) }
+    if [ "${st%% *}" = D ]; then echo $p $c; exit; fi
+  fi
+  kill -CONT $c 2>/dev/null
+done`).Stdout)
+	if len(vfork) != 2 {
+		t.Fatalf("no child caught in vfork before exec: %q", vfork)
+	}
 	snap, err := sb.Snapshot(ctx)
 	if err != nil {
 		t.Fatal(err)
+	}
+	// Continued, the child execs and exits, and the shell, running again,
+	// reaps it.
+	if r := sandboxtest.Sh(t, sb, "kill -CONT "+vfork[1]+"; for i in $(seq 100); do test -e /proc/"+vfork[1]+" || break; sleep 0.02; done; test -e /proc/"+vfork[1]+" && echo blocked; kill "+vfork[0]); r.Stdout != "" {
+		t.Errorf("the vfork parent %s did not reap its child %s once continued", vfork[0], vfork[1])
 	}
 	r := sandboxtest.Sh(t, sb, "for i in $(seq 40); do test -s /tmp/conts && break; sleep 0.05; done; cat /tmp/conts; ps -o stat= -p "+pids[0]+","+pids[1])
 	if f := strings.Fields(r.Stdout); len(f) != 3 || f[0] != "cont" || !strings.HasPrefix(f[1], "S") || !strings.HasPrefix(f[2], "T") {
