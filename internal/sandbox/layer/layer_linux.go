@@ -31,9 +31,10 @@ import (
 // dst's, whiteouts (0/0 character devices) delete dst's entry and stay as
 // whiteouts (for the layers below), opaque directories replace dst's
 // directory whole, other directories merge. dst's root takes src's root's
-// attributes. It keeps modes, owners, times, hard links and the
-// opaque-directory xattr; overlay's bookkeeping xattrs that only make sense
-// on an upper layer are dropped. src and dst may be O_PATH descriptors;
+// attributes. It keeps modes, owners, times, hard links and xattrs (of
+// symbolic links and device nodes too), the opaque-directory mark among
+// them; overlay's bookkeeping xattrs that only make sense on an upper
+// layer are dropped. src and dst may be O_PATH descriptors;
 // Apply does not close them.
 func Apply(ctx context.Context, src, dst int) error {
 	return ApplyWithin(ctx, src, dst, 0)
@@ -206,6 +207,9 @@ func (a *applier) entry(src, dst int, name string, at *node) error {
 	if err := chown(unix.Fchownat(dst, name, int(st.Uid), int(st.Gid), unix.AT_SYMLINK_NOFOLLOW)); err != nil {
 		return wrap(err)
 	}
+	if err := copyXattrsAt(src, dst, name); err != nil {
+		return wrap(err)
+	}
 	if typ != unix.S_IFLNK {
 		// chown clears set-id bits; the mode goes back after it.
 		if err := unix.Fchmodat(dst, name, st.Mode&0o7777, 0); err != nil {
@@ -366,8 +370,38 @@ func opaque(fd int) bool {
 	return false
 }
 
+// copyXattrs copies the xattrs of the open file src to the open file dst.
 func copyXattrs(src, dst int) error {
-	sz, err := unix.Flistxattr(src, nil)
+	return copyXattrsWith(
+		func(b []byte) (int, error) { return unix.Flistxattr(src, b) },
+		func(n string, b []byte) (int, error) { return unix.Fgetxattr(src, n, b) },
+		func(n string, v []byte) error { return unix.Fsetxattr(dst, n, v, 0) })
+}
+
+// copyXattrsAt copies the xattrs of name in the directory src to name in
+// the directory dst, a symbolic link or a device node, which are not to
+// be opened: by path through /proc/self/fd/<dir>/<name> with the l-
+// calls, which resolve the directory's descriptor and do not follow name.
+// Only trusted.* and security.* can be there (the kernel keeps user.* to
+// regular files and directories); a name gone meanwhile has none.
+func copyXattrsAt(src, dst int, name string) error {
+	s := fmt.Sprintf("/proc/self/fd/%d/%s", src, name)
+	d := fmt.Sprintf("/proc/self/fd/%d/%s", dst, name)
+	err := copyXattrsWith(
+		func(b []byte) (int, error) { return unix.Llistxattr(s, b) },
+		func(n string, b []byte) (int, error) { return unix.Lgetxattr(s, n, b) },
+		func(n string, v []byte) error { return unix.Lsetxattr(d, n, v, 0) })
+	if errors.Is(err, unix.ENOENT) {
+		return nil
+	}
+	return err
+}
+
+// copyXattrsWith copies xattrs through list, get and set, but overlay's
+// bookkeeping (all of trusted.overlay.* and user.overlay.* but the opaque
+// mark).
+func copyXattrsWith(list func([]byte) (int, error), get func(string, []byte) (int, error), set func(string, []byte) error) error {
+	sz, err := list(nil)
 	if err != nil || sz == 0 {
 		if errors.Is(err, unix.ENOTSUP) {
 			return nil
@@ -375,7 +409,7 @@ func copyXattrs(src, dst int) error {
 		return err
 	}
 	buf := make([]byte, sz)
-	if sz, err = unix.Flistxattr(src, buf); err != nil {
+	if sz, err = list(buf); err != nil {
 		return err
 	}
 	for _, name := range strings.Split(strings.TrimRight(string(buf[:sz]), "\x00"), "\x00") {
@@ -385,15 +419,15 @@ func copyXattrs(src, dst int) error {
 		if (strings.HasPrefix(name, "trusted.overlay.") || strings.HasPrefix(name, "user.overlay.")) && !strings.HasSuffix(name, ".overlay.opaque") {
 			continue
 		}
-		vsz, err := unix.Fgetxattr(src, name, nil)
+		vsz, err := get(name, nil)
 		if err != nil {
 			continue
 		}
 		val := make([]byte, vsz)
-		if vsz, err = unix.Fgetxattr(src, name, val); err != nil {
+		if vsz, err = get(name, val); err != nil {
 			continue
 		}
-		if err := unix.Fsetxattr(dst, name, val[:vsz], 0); err != nil && !errors.Is(err, unix.ENOTSUP) {
+		if err := set(name, val[:vsz]); err != nil && !errors.Is(err, unix.ENOTSUP) {
 			return fmt.Errorf("copy xattr %s: %w", name, err)
 		}
 	}

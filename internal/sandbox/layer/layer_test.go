@@ -395,3 +395,34 @@ func TestApplyWithin(t *testing.T) {
 		t.Errorf("over the budget: %v, want ErrTooLarge", err)
 	}
 }
+
+// TestApplyLinkXattrs: the xattrs of a symbolic link (here trusted.*, which
+// takes root; security.* labels are the other kind a link can carry) are
+// copied onto the link, not onto what it points to, and overlay's
+// bookkeeping on it is dropped.
+func TestApplyLinkXattrs(t *testing.T) {
+	src, dst := t.TempDir(), t.TempDir()
+	write(t, filepath.Join(src, "f"), "f", 0o644)
+	if err := os.Symlink("f", filepath.Join(src, "l")); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Lsetxattr(filepath.Join(src, "l"), "trusted.verisim-test", []byte("v"), 0); err != nil {
+		t.Skipf("cannot set trusted xattrs on a link here (takes root): %v", err)
+	}
+	if err := unix.Lsetxattr(filepath.Join(src, "l"), "trusted.overlay.origin", []byte("x"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := Apply(t.Context(), openDir(t, src), openDir(t, dst)); err != nil {
+		t.Fatal(err)
+	}
+	v := make([]byte, 8)
+	if n, err := unix.Lgetxattr(filepath.Join(dst, "l"), "trusted.verisim-test", v); err != nil || string(v[:n]) != "v" {
+		t.Errorf("the link's xattr: %q, %v", v[:max(n, 0)], err)
+	}
+	if _, err := unix.Lgetxattr(filepath.Join(dst, "l"), "trusted.overlay.origin", nil); err == nil {
+		t.Error("overlay's bookkeeping xattr on the link was copied")
+	}
+	if _, err := unix.Lgetxattr(filepath.Join(dst, "f"), "trusted.verisim-test", nil); err == nil {
+		t.Error("the link's xattr landed on the file it points to")
+	}
+}
