@@ -27,9 +27,13 @@ const (
 	gemvCols    = 8
 	gemvMaxRows = 2
 
-	// parallelMinFlops is the smallest multiply worth splitting across
-	// goroutines: below it the start-up cost rivals the work.
-	parallelMinFlops = 1 << 21
+	// parallelMinFlops is the smallest multiply worth splitting over the
+	// team's workers (batch-1 768×256 is, 256×256 gained nothing);
+	// spawnMinFlops the smallest worth starting goroutines for, when
+	// another split holds the team: below it waking a thread (70–100 µs
+	// here) rivals the work.
+	parallelMinFlops = 1 << 18
+	spawnMinFlops    = 1 << 21
 )
 
 // kernels is one implementation of the micro-kernels.
@@ -145,8 +149,11 @@ func (cfg Config) Sgemm(transA, transB bool, m, n, k int, alpha float32, a []flo
 	cfg.split(2*m*n*k, n, step, run)
 }
 
-// split runs fn over column ranges of [0, n) aligned to step, one goroutine
-// per range, and waits for all of them.
+// split runs fn over column ranges of [0, n) aligned to step, the first on
+// the calling goroutine and each other on a worker of the shared team,
+// and waits for all of them. When another split holds the team, a large
+// product starts goroutines of its own and a small one runs on the caller
+// alone.
 func (cfg Config) split(flops, n, step int, fn func(j0, j1 int)) {
 	t := min(cfg.threads(), (n+step-1)/step)
 	if t <= 1 || flops < parallelMinFlops {
@@ -154,12 +161,18 @@ func (cfg Config) split(flops, n, step int, fn func(j0, j1 int)) {
 		return
 	}
 	chunk := ((n+t-1)/t + step - 1) / step * step
-	var wg sync.WaitGroup
-	for j0 := chunk; j0 < n; j0 += chunk {
-		wg.Go(func() { fn(j0, min(j0+chunk, n)) })
+	var buf [8][2]int
+	ranges := buf[:0]
+	for j0 := 0; j0 < n; j0 += chunk {
+		ranges = append(ranges, [2]int{j0, min(j0+chunk, n)})
 	}
-	fn(0, min(chunk, n))
-	wg.Wait()
+	switch {
+	case workers.run(fn, ranges):
+	case flops < spawnMinFlops:
+		fn(0, n)
+	default:
+		spawn(fn, ranges)
+	}
 }
 
 func checkSgemm(transA, transB bool, m, n, k int, a []float32, lda int, b []float32, ldb int, c []float32, ldc int) {

@@ -6,7 +6,6 @@ import (
 	"math"
 	"runtime"
 	"slices"
-	"sync"
 	"sync/atomic"
 
 	"github.com/verisim/verisim/internal/engine/gemm"
@@ -165,12 +164,7 @@ func (m *Model) moeMLP(c *KVCache, l *Layer, li int, seqs []Seq) {
 				runExpert(sub, s.active[i])
 			}
 		}
-		var wg sync.WaitGroup
-		for range workers - 1 {
-			wg.Go(work)
-		}
-		work()
-		wg.Wait()
+		gemm.Spread(workers, func(int) { work() })
 	}
 	CombineExperts(h, s.rows, s.order, s.weights, k, H)
 }
