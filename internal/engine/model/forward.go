@@ -3,7 +3,9 @@ package model
 import (
 	"fmt"
 	"math"
+	"runtime"
 	"slices"
+	"sync/atomic"
 
 	"github.com/verisim/verisim/internal/engine/gemm"
 )
@@ -121,7 +123,7 @@ func (m *Model) ForwardBatch(seqs []Seq) ([]float32, error) {
 	if len(seqs) == 0 {
 		return nil, fmt.Errorf("forward: no sequences")
 	}
-	T, maxCtx := 0, 0
+	T, scoreLen := 0, 0
 	for i, s := range seqs {
 		if err := m.checkSeq(s); err != nil {
 			if len(seqs) > 1 {
@@ -135,7 +137,8 @@ func (m *Model) ForwardBatch(seqs []Seq) ([]float32, error) {
 			}
 		}
 		T += len(s.Tokens)
-		maxCtx = max(maxCtx, len(s.Tokens)*(s.Pos+len(s.Tokens)))
+		// attention's scores: a block of rows by the positions it sees.
+		scoreLen = max(scoreLen, min(len(s.Tokens), attentionBlock)*(s.Pos+len(s.Tokens)))
 	}
 	for _, s := range seqs {
 		s.Cache.truncate(s.Pos)
@@ -160,7 +163,8 @@ func (m *Model) ForwardBatch(seqs []Seq) ([]float32, error) {
 	}
 	c.gate, c.up = grow(c.gate, rowsMLP*I), grow(c.up, rowsMLP*I)
 	c.cos, c.sin = grow(c.cos, T*hd/2), grow(c.sin, T*hd/2)
-	c.scores = grow(c.scores, maxCtx)
+	threads := threadsOf(m.Compute)
+	c.scores = grow(c.scores, threads*scoreLen)
 	x, h := c.x, c.h
 	row := 0
 	for _, s := range seqs {
@@ -193,9 +197,9 @@ func (m *Model) ForwardBatch(seqs []Seq) ([]float32, error) {
 			n, sc := len(s.Tokens), s.Cache
 			sc.k[li] = append(sc.k[li], c.kk[row*kvDim:(row+n)*kvDim]...)
 			sc.v[li] = append(sc.v[li], c.vv[row*kvDim:(row+n)*kvDim]...)
-			attention(mm, c.att[row*qDim:(row+n)*qDim], c.q[row*qDim:(row+n)*qDim], sc.k[li], sc.v[li], c.scores, s.Pos, nH, nKV, hd)
 			row += n
 		}
+		attendAll(mm, threads, c, seqs, li, scoreLen, nH, nKV, hd)
 		prof.add(profAttention, t0)
 		t0 = prof.now()
 		project(mm, h, c.att, l.O, l.BF16.O, T, H, qDim)
@@ -357,22 +361,87 @@ func (m *Model) embed(dst []float32, tok int) {
 
 // rows may not see are computed and then dropped.
 func attention(mm gemm.Config, out, q, k, v, scores []float32, pos0, heads, kvHeads, headDim int) {
+	for h := range heads {
+		attendHead(mm, out, q, k, v, scores, pos0, h, heads, kvHeads, headDim)
+	}
+}
+
+// attendHead is attention for query head h alone: it reads and writes
+// only that head's columns of q and out (and its kv head's of k and v),
+// so heads may run side by side, each with scores of its own.
+func attendHead(mm gemm.Config, out, q, k, v, scores []float32, pos0, h, heads, kvHeads, headDim int) {
 	qDim, kvDim, group := heads*headDim, kvHeads*headDim, heads/kvHeads
 	rows := len(q) / qDim
 	scale := float32(1 / math.Sqrt(float64(headDim)))
+	kvOff := (h / group) * headDim
 	for r0 := 0; r0 < rows; r0 += attentionBlock {
 		r1 := min(rows, r0+attentionBlock)
 		n, ctx := r1-r0, pos0+r1
 		sc := scores[:n*ctx]
-		for h := range heads {
-			kvOff := (h / group) * headDim
-			mm.Sgemm(false, true, n, ctx, headDim, scale, q[r0*qDim+h*headDim:], qDim, k[kvOff:], kvDim, 0, sc, ctx)
-			for t := range n {
-				SoftmaxPrefix(sc[t*ctx:(t+1)*ctx], pos0+r0+t+1)
-			}
-			mm.Sgemm(false, false, n, headDim, ctx, 1, sc, ctx, v[kvOff:], kvDim, 0, out[r0*qDim+h*headDim:], qDim)
+		mm.Sgemm(false, true, n, ctx, headDim, scale, q[r0*qDim+h*headDim:], qDim, k[kvOff:], kvDim, 0, sc, ctx)
+		for t := range n {
+			SoftmaxPrefix(sc[t*ctx:(t+1)*ctx], pos0+r0+t+1)
 		}
+		mm.Sgemm(false, false, n, headDim, ctx, 1, sc, ctx, v[kvOff:], kvDim, 0, out[r0*qDim+h*headDim:], qDim)
 	}
+}
+
+// threadsOf is how many threads multiplies with mm may use.
+func threadsOf(mm gemm.Config) int {
+	if mm.Threads > 0 {
+		return mm.Threads
+	}
+	return runtime.GOMAXPROCS(0)
+}
+
+// parallelAttentionFlops is the least attention work (in flops, a layer's
+// sequences and heads together) worth spreading over threads.
+const parallelAttentionFlops = 1 << 18
+
+// attendAll runs attention at layer li for every sequence of the batch
+// (its rows of c.q and c.att, one after another, over its own cache).
+// Each (sequence, head) pair is a task of its own, and the tasks run side
+// by side over the threads mm may use, each product on one thread, with
+// the same bits as one after another: gemm sums in the same order
+// whatever its thread count. Before, only a block's products split (over
+// the columns of C), and the softmax between them and every product too
+// small to split ran on one thread: half a prefill and a third of a
+// batch-32 decode step. c.scores holds scoreLen floats for each of
+// threads.
+func attendAll(mm gemm.Config, threads int, c *KVCache, seqs []Seq, li, scoreLen, heads, kvHeads, headDim int) {
+	qDim := heads * headDim
+	type task struct{ s, row, h int }
+	var tasks []task
+	flops, row := 0, 0
+	for i, s := range seqs {
+		n := len(s.Tokens)
+		for h := range heads {
+			tasks = append(tasks, task{i, row, h})
+		}
+		flops += 4 * n * (s.Pos + n) * headDim * heads
+		row += n
+	}
+	run := func(mm gemm.Config, t task, scores []float32) {
+		s := seqs[t.s]
+		n, sc := len(s.Tokens), s.Cache
+		attendHead(mm, c.att[t.row*qDim:(t.row+n)*qDim], c.q[t.row*qDim:(t.row+n)*qDim], sc.k[li], sc.v[li], scores, s.Pos, t.h, heads, kvHeads, headDim)
+	}
+	workers := min(threads, len(tasks))
+	if workers <= 1 || flops < parallelAttentionFlops {
+		for _, t := range tasks {
+			run(mm, t, c.scores[:scoreLen])
+		}
+		return
+	}
+	one := mm
+	one.Threads = 1
+	var next atomic.Int32
+	gemm.Spread(workers, func(w int) {
+		scores := c.scores[w*scoreLen : (w+1)*scoreLen]
+		for i := next.Add(1) - 1; int(i) < len(tasks); i = next.Add(1) - 1 {
+			run(one, tasks[i], scores)
+		}
+	})
 }
 
 // attentionBlock is how many query rows attention multiplies at once: big

@@ -459,3 +459,42 @@ func TestAttentionBlocks(t *testing.T) {
 		}
 	}
 }
+
+// TestAttentionInParallel runs a batch whose attention is large enough to
+// spread its (sequence, head) pairs over threads (see
+// parallelAttentionFlops): a prompt from position 0 beside a sequence
+// continuing its cache. The logits must be the one-thread run's bit for
+// bit, and the reference's.
+func TestAttentionInParallel(t *testing.T) {
+	c := toyConfig("llama")
+	m := toyModel(t, c, 43)
+	a, b := tokensFor(48, c.VocabSize, 13), tokensFor(60, c.VocabSize, 14)
+	if flops := 4 * c.HeadDim * c.NumAttentionHeads * (48*48 + 20*60); flops < parallelAttentionFlops {
+		t.Fatalf("%d flops do not reach the parallel path", flops)
+	}
+	run := func(threads int) []float32 {
+		mt := *m
+		mt.Compute.Threads = threads
+		ca, cb := mt.NewKVCache(), mt.NewKVCache()
+		if _, err := mt.Forward(cb, b[:40], 0); err != nil {
+			t.Fatal(err)
+		}
+		out, err := mt.ForwardBatch([]Seq{{Cache: ca, Tokens: a}, {Cache: cb, Tokens: b[40:], Pos: 40}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	serial, parallel := run(1), run(4)
+	if !bitsEqual(serial, parallel) {
+		t.Error("attention over several threads changed the logits")
+	}
+	V := c.VocabSize
+	wantA, wantB := referenceForward(m, a), referenceForward(m, b)
+	for i := range 48 {
+		closeRows(t, "first sequence's logits", parallel[i*V:(i+1)*V], wantA[i], 1e-4)
+	}
+	for i := range 20 {
+		closeRows(t, "second sequence's logits", parallel[(48+i)*V:(49+i)*V], wantB[40+i], 1e-4)
+	}
+}

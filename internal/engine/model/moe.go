@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"fmt"
 	"math"
-	"runtime"
 	"slices"
 	"sync/atomic"
 
@@ -141,10 +140,7 @@ func (m *Model) moeMLP(c *KVCache, l *Layer, li int, seqs []Seq) {
 		swiGLU(gate, up)
 		project(mm, rows, gate, x.Down, x.BF16.Down, n, H, I)
 	}
-	threads := mm.Threads
-	if threads <= 0 {
-		threads = runtime.GOMAXPROCS(0)
-	}
+	threads := threadsOf(mm)
 	workers := min(threads, len(s.active))
 	if workers <= 1 || 6*T*k*I*H < parallelExpertFlops {
 		for _, e := range s.active {
