@@ -324,17 +324,6 @@ func rope(x, cos, sin []float32, headDim int) {
 	}
 }
 
-// attention computes causal grouped-query attention for the rows of q
-// (queries at positions pos0, pos0+1, …, [rows, heads·headDim]) over the
-// cached keys and values ([pos, kvHeads·headDim], the new rows included),
-// writing [rows, heads·headDim] to out. Query head h reads kv head
-// h/(heads/kvHeads). scores needs room for rows × cached positions.
-//
-// Per head, the scores Q·Kᵀ and the output P·V are two strided matrix
-// products through the gemm kernels, the mask and softmax per row in
-// between. The rows go in blocks of attentionBlock, each over only the
-// positions its last row may see, so a prompt's products cover about
-// half the full rows × positions square; the few scores a block's earlier
 // project computes out = in·Wᵀ (rows × n from rows × k) with the weight
 // matrix the model holds: w in float32, or wh in bfloat16 when w is nil.
 // Both give the same bits for the same values.
@@ -359,16 +348,21 @@ func (m *Model) embed(dst []float32, tok int) {
 	copy(dst, m.Embed[tok*H:(tok+1)*H])
 }
 
-// rows may not see are computed and then dropped.
-func attention(mm gemm.Config, out, q, k, v, scores []float32, pos0, heads, kvHeads, headDim int) {
-	for h := range heads {
-		attendHead(mm, out, q, k, v, scores, pos0, h, heads, kvHeads, headDim)
-	}
-}
-
-// attendHead is attention for query head h alone: it reads and writes
-// only that head's columns of q and out (and its kv head's of k and v),
-// so heads may run side by side, each with scores of its own.
+// attendHead computes causal grouped-query attention of query head h for
+// the rows of q (queries at positions pos0, pos0+1, …, [rows,
+// heads·headDim]) over the cached keys and values ([pos,
+// kvHeads·headDim], the new rows included), writing that head's columns
+// of out ([rows, heads·headDim]). Query head h reads kv head
+// h/(heads/kvHeads). scores needs room for min(rows, attentionBlock) ×
+// cached positions. It touches no other head's columns, so heads may run
+// side by side, each with scores of its own.
+//
+// The scores Q·Kᵀ and the output P·V are two strided matrix products
+// through the gemm kernels, the mask and softmax per row in between. The
+// rows go in blocks of attentionBlock, each over only the positions its
+// last row may see, so a prompt's products cover about half the full rows
+// × positions square; the few scores a block's earlier rows may not see
+// are computed and then dropped.
 func attendHead(mm gemm.Config, out, q, k, v, scores []float32, pos0, h, heads, kvHeads, headDim int) {
 	qDim, kvDim, group := heads*headDim, kvHeads*headDim, heads/kvHeads
 	rows := len(q) / qDim

@@ -54,7 +54,9 @@ func TestAttentionTwoTokens(t *testing.T) {
 	k := []float32{1, 2, -1, 0.5}
 	v := []float32{10, 20, -4, 6}
 	out := make([]float32, 8)
-	attention(gemm.Config{Threads: 1}, out, q, k, v, make([]float32, 4), 0, 2, 1, 2)
+	for h := range 2 {
+		attendHead(gemm.Config{Threads: 1}, out, q, k, v, make([]float32, 4), 0, h, 2, 1, 2)
+	}
 
 	// Token 0 sees only itself: its output is v0 for every head.
 	closeRows(t, "token 0", out[:4], []float64{10, 20, 10, 20}, 1e-6)
