@@ -62,9 +62,9 @@
 // goroutines and waits for them before returning; Config{Threads: 1} stays
 // on the caller's goroutine. The goroutines are a team shared by every
 // call, which stay awake (spinning, yielding to any other runnable
-// goroutine) for 200 µs after each job and then park: waking a parked
-// thread costs 70–100 µs on the VMs measured, as much as a batch-1
-// product, and the multiplies of a decode step come microseconds apart
+// goroutine) for 200 µs after each job and then park: a goroutine
+// handed to an idle core started 70–100 µs later on the VM measured, as
+// long as a batch-1 product, and the multiplies of a decode step come microseconds apart
 // (see team.go). A split that finds the team busy with another starts
 // goroutines of its own. Spread runs other work (a mixture-of-experts
 // layer's experts) on the same team. Each element of C is summed in the same order

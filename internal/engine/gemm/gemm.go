@@ -30,8 +30,8 @@ const (
 	// parallelMinFlops is the smallest multiply worth splitting over the
 	// team's workers (batch-1 768×256 is, 256×256 gained nothing);
 	// spawnMinFlops the smallest worth starting goroutines for, when
-	// another split holds the team: below it waking a thread (70–100 µs
-	// here) rivals the work.
+	// another split holds the team: below it a goroutine's start on the
+	// idle core (70–100 µs here) rivals the work.
 	parallelMinFlops = 1 << 18
 	spawnMinFlops    = 1 << 21
 )

@@ -12,13 +12,15 @@ import (
 const spinWindow = 200 * time.Microsecond
 
 // team is a set of worker goroutines that split multiplies with their
-// caller and stay awake a moment between them. A go statement per split
-// wakes a parked thread on an idle core, and on the 2-core VM the kernels
-// are measured on that takes 70–100 µs (p50 85 µs: the futex wake, then the
-// hypervisor waking a halted vCPU), about what a batch-1 GEMV of a
-// 2048×768 layer takes in all: the second core arrived when the first had
-// done most of the work, and two threads ran no faster than one. The
-// multiplies of one decode step come back to back, microseconds apart, so
+// caller and stay awake a moment between them. On the 2-core VM the
+// kernels are measured on, a goroutine started (or woken by a channel send)
+// while the other core is idle begins running there 70–100 µs later (p50
+// 85 µs), though a pipe round trip between two processes takes 15–30 µs
+// there: the time is in how the scheduler brings an idle thread back to
+// take the goroutine, not in the kernel's wake alone. That is about what a
+// batch-1 GEMV of a 2048×768 layer takes in all: the second core arrived
+// when the first had done most of the work, and two threads ran no faster
+// than one. The multiplies of one decode step come back to back, microseconds apart, so
 // workers that spin for spinWindow after each job (yielding their P to any
 // other runnable goroutine meanwhile) are there for the next one; an idle
 // engine's workers park after that.
