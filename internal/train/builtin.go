@@ -544,11 +544,6 @@ func (b *Builtin) parallelRows(n int, fn func(lo, hi int)) {
 		fn(0, n)
 		return
 	}
-	var wg sync.WaitGroup
 	per := (n + threads - 1) / threads
-	for lo := per; lo < n; lo += per {
-		wg.Go(func() { fn(lo, min(lo+per, n)) })
-	}
-	fn(0, min(per, n))
-	wg.Wait()
+	gemm.Spread((n+per-1)/per, func(i int) { fn(i*per, min((i+1)*per, n)) })
 }

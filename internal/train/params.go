@@ -3,9 +3,9 @@ package train
 import (
 	"fmt"
 	"runtime"
-	"sync"
 	"sync/atomic"
 
+	"github.com/verisim/verisim/internal/engine/gemm"
 	"github.com/verisim/verisim/internal/engine/model"
 )
 
@@ -134,17 +134,9 @@ func (b *Builtin) parallel(fn func(c chunk, i int)) {
 		return
 	}
 	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range threads {
-		wg.Go(func() {
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= len(b.chunks) {
-					return
-				}
-				fn(b.chunks[i], i)
-			}
-		})
-	}
-	wg.Wait()
+	gemm.Spread(threads, func(int) {
+		for i := int(next.Add(1) - 1); i < len(b.chunks); i = int(next.Add(1) - 1) {
+			fn(b.chunks[i], i)
+		}
+	})
 }
