@@ -78,11 +78,19 @@ func spawn(fn func(j0, j1 int), ranges [][2]int) {
 	wg.Wait()
 }
 
+// maxWorkers bounds the team: its goroutines live as long as the process
+// and spin after each job, so a call asking for more ranges (Threads may
+// exceed the cores) starts goroutines of its own instead.
+const maxWorkers = 16
+
 // run calls fn over each range, the first on the calling goroutine and
-// the others on the team's workers, and returns when all are done. It
-// reports false, having run nothing, when another split holds the team.
+// the others on the team's workers, and returns when all are done, also
+// when the caller's own range panics (the panic goes on once the workers
+// are done with fn, so the next call cannot hand them a job over one
+// still running). It reports false, having run nothing, when another split
+// holds the team or the ranges need more than maxWorkers.
 func (tm *team) run(fn func(j0, j1 int), ranges [][2]int) bool {
-	if !tm.mu.TryLock() {
+	if len(ranges)-1 > maxWorkers || !tm.mu.TryLock() {
 		return false
 	}
 	defer tm.mu.Unlock()
@@ -91,8 +99,17 @@ func (tm *team) run(fn func(j0, j1 int), ranges [][2]int) bool {
 		tm.workers = append(tm.workers, w)
 		go w.loop()
 	}
+	busy := tm.workers[:len(ranges)-1]
+	defer func() {
+		for _, w := range busy {
+			for w.done.Load() != w.seq.Load() {
+				runtime.Gosched()
+			}
+			w.fn = nil // keep no operands alive
+		}
+	}()
 	for i, r := range ranges[1:] {
-		w := tm.workers[i]
+		w := busy[i]
 		w.fn, w.j0, w.j1 = fn, r[0], r[1]
 		w.seq.Add(1)
 		if w.parked.Load() {
@@ -103,12 +120,6 @@ func (tm *team) run(fn func(j0, j1 int), ranges [][2]int) bool {
 		}
 	}
 	fn(ranges[0][0], ranges[0][1])
-	for _, w := range tm.workers[:len(ranges)-1] {
-		for w.done.Load() != w.seq.Load() {
-			runtime.Gosched()
-		}
-		w.fn = nil // keep no operands alive
-	}
 	return true
 }
 

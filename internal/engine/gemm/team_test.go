@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -127,5 +128,56 @@ func TestSpread(t *testing.T) {
 				t.Errorf("busy=%v n=%d: ran %v", busy, n, got)
 			}
 		}
+	}
+}
+
+// TestTeamCallerPanics: when the caller's own range panics, the panic
+// reaches the caller only after the workers are done with fn, and the
+// team serves the next call.
+func TestTeamCallerPanics(t *testing.T) {
+	var tm team
+	var workerDone atomic.Bool
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Error("the caller's panic was lost")
+			}
+			if !workerDone.Load() {
+				t.Error("the panic came back while a worker was still in fn")
+			}
+		}()
+		tm.run(func(j0, _ int) {
+			if j0 == 0 {
+				panic("caller")
+			}
+			time.Sleep(20 * time.Millisecond)
+			workerDone.Store(true)
+		}, [][2]int{{0, 1}, {1, 2}})
+	}()
+	ran := 0
+	if !tm.run(func(int, int) { ran++ }, [][2]int{{0, 1}}) || ran != 1 {
+		t.Errorf("the team after a panic: ran %d", ran)
+	}
+}
+
+// TestTeamCap: a split wider than maxWorkers is refused (split and Spread
+// then start goroutines of their own) and grows no worker.
+func TestTeamCap(t *testing.T) {
+	var tm team
+	if tm.run(func(int, int) { t.Error("ran") }, make([][2]int, maxWorkers+2)) {
+		t.Error("the team took more ranges than maxWorkers")
+	}
+	if len(tm.workers) != 0 {
+		t.Errorf("%d workers started", len(tm.workers))
+	}
+	var mu sync.Mutex
+	seen := 0
+	Spread(maxWorkers+3, func(int) {
+		mu.Lock()
+		seen++
+		mu.Unlock()
+	})
+	if seen != maxWorkers+3 {
+		t.Errorf("Spread beyond the cap ran %d of %d", seen, maxWorkers+3)
 	}
 }

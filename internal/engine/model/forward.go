@@ -163,8 +163,10 @@ func (m *Model) ForwardBatch(seqs []Seq) ([]float32, error) {
 	}
 	c.gate, c.up = grow(c.gate, rowsMLP*I), grow(c.up, rowsMLP*I)
 	c.cos, c.sin = grow(c.cos, T*hd/2), grow(c.sin, T*hd/2)
-	threads := threadsOf(m.Compute)
-	c.scores = grow(c.scores, threads*scoreLen)
+	// attention's tasks are its (sequence, head) pairs, each thread with
+	// scores of its own.
+	attThreads := min(threadsOf(m.Compute), nH*len(seqs))
+	c.scores = grow(c.scores, attThreads*scoreLen)
 	x, h := c.x, c.h
 	row := 0
 	for _, s := range seqs {
@@ -199,7 +201,7 @@ func (m *Model) ForwardBatch(seqs []Seq) ([]float32, error) {
 			sc.v[li] = append(sc.v[li], c.vv[row*kvDim:(row+n)*kvDim]...)
 			row += n
 		}
-		attendAll(mm, threads, c, seqs, li, scoreLen, nH, nKV, hd)
+		attendAll(mm, attThreads, c, seqs, li, scoreLen, nH, nKV, hd)
 		prof.add(profAttention, t0)
 		t0 = prof.now()
 		project(mm, h, c.att, l.O, l.BF16.O, T, H, qDim)
