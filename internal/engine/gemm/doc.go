@@ -65,8 +65,8 @@
 // goroutine) for 200 µs after each job and then park: a goroutine
 // handed to an idle core started 70–100 µs later on the VM measured, as
 // long as a batch-1 product, and the multiplies of a decode step come microseconds apart
-// (see team.go). A split that finds the team busy with another starts
-// goroutines of its own. Spread runs other work (a mixture-of-experts
+// (see team.go). A split that finds the team busy with another, or that
+// is wider than its 16 workers, starts goroutines of its own. Spread runs other work (a mixture-of-experts
 // layer's experts) on the same team. Each element of C is summed in the same order
 // whatever Threads is, so results are bit-identical across settings. As in
 // BLAS, beta == 0 overwrites C without reading it, and bad dimensions,
