@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"runtime"
 	"strconv"
 	"strings"
@@ -39,10 +38,10 @@ func IsInit() bool {
 // host over FDStatus; the init then exits, which tears the sandbox down.
 //
 // Until it reports "ok", the init is the whole of a sandbox's creation, and
-// the host's CPU is idle, so independent steps run side by side: the signal
-// set-up (which starts threads) and reading and decoding the config overlap
-// with the mounts of prepare, and the cgroup namespace is entered on the
-// spawner thread while finish builds the root.
+// the host's CPU is idle, so independent steps run side by side: reading
+// and decoding the config overlaps with the mounts of prepare, and the
+// cgroup namespace is entered on the spawner thread while finish builds
+// the root.
 func Main() {
 	if m := os.Getenv(EnvMarker); m == MarkerRemove || m == MarkerCopy {
 		helperMain(m)
@@ -66,18 +65,10 @@ func Main() {
 	}
 	srv := newServer()
 	go srv.spawnLoop()
-	sigsReady := make(chan chan os.Signal, 1)
-	go func() {
-		// The kernel's OOM killer must pick a command, never the init.
-		_ = os.WriteFile("/proc/self/oom_score_adj", []byte("-1000"), 0)
-		sigs := make(chan os.Signal, 16)
-		signal.Notify(sigs, unix.SIGCHLD)
-		// Catch, not ignore: an ignored signal stays ignored in every
-		// command started later, a caught one is reset to its default at
-		// exec.
-		signal.Notify(make(chan os.Signal, 1), unix.SIGHUP, unix.SIGINT, unix.SIGTERM, unix.SIGTTOU, unix.SIGTTIN)
-		sigsReady <- sigs
-	}()
+	if err := defaultSignals(); err != nil {
+		fail(err)
+	}
+	go srv.reap()
 	type configResult struct {
 		cfg Config
 		err error
@@ -100,9 +91,6 @@ func Main() {
 			fail(err)
 		}
 	}
-	// Reaping must be in place before the first child can exit, and no
-	// command starts before the server does.
-	go srv.reap(<-sigsReady)
 	// The host bound the socket (a first socket in a fresh network
 	// namespace costs a millisecond); it keeps working after pivot_root.
 	ln, err := fileListener(FDListener)

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"syscall"
 	"time"
+	"unsafe"
 
 	"github.com/creack/pty"
 	"golang.org/x/sys/unix"
@@ -38,17 +39,22 @@ type server struct {
 	// paused is held by a pause, and read-held around each start of a
 	// command (outside mu): none starts while the sandbox is paused.
 	paused sync.RWMutex
+	// started wakes the reaper, without waiting, after a command starts.
+	started chan struct{}
 }
 
 func newServer() *server {
-	return &server{waiting: map[int]chan unix.WaitStatus{}, spawner: make(chan func())}
+	return &server{waiting: map[int]chan unix.WaitStatus{}, spawner: make(chan func()), started: make(chan struct{}, 1)}
 }
 
-// spawnLoop owns the spawner thread for the life of the init. Commands
+// spawnLoop owns the spawner thread for the life of the init. It sets the
+// init's OOM score before it starts any command (the kernel's OOM killer
+// must pick a command, never the init), beside the init's set-up. Commands
 // forked from it must not inherit the ambient capabilities a rootless init
 // is started with, so it clears them on its thread first.
 func (s *server) spawnLoop() {
 	runtime.LockOSThread()
+	_ = os.WriteFile("/proc/self/oom_score_adj", []byte("-1000"), 0)
 	_ = unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
 	for f := range s.spawner {
 		f()
@@ -73,28 +79,61 @@ func (s *server) forkExec(path string, args []string, attr *syscall.ProcAttr) (p
 	return pid, err
 }
 
-// reap collects every child and orphan of PID 1. Commands are registered
-// under mu in the same critical section that forks them, so a status for a
-// pid not registered is an orphan's, and is dropped.
-func (s *server) reap(sigs <-chan os.Signal) {
-	for range sigs {
-		for {
-			var ws unix.WaitStatus
-			pid, err := unix.Wait4(-1, &ws, unix.WNOHANG, nil)
-			if err == unix.EINTR {
-				continue
-			}
-			if pid <= 0 || err != nil {
-				break
-			}
-			s.mu.Lock()
-			if ch, ok := s.waiting[pid]; ok {
-				delete(s.waiting, pid)
-				ch <- ws
-			}
-			s.mu.Unlock()
+// reap collects every child and orphan of PID 1, blocked in wait4 on a
+// thread of its own: no signal is involved (SIGCHLD is left at its
+// default, see defaultSignals), so a command's exit reaches the server
+// through one wake-up. Commands are registered under mu in the same
+// critical section that forks them, so a status for a pid not registered
+// is an orphan's, and is dropped. When PID 1 has no child, no other
+// process is left in its namespace (orphans are handed to it), and none
+// appears before the next command starts, which wakes the reaper.
+func (s *server) reap() {
+	for {
+		var ws unix.WaitStatus
+		pid, err := unix.Wait4(-1, &ws, 0, nil)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil || pid <= 0 {
+			<-s.started
+			continue
+		}
+		s.mu.Lock()
+		if ch, ok := s.waiting[pid]; ok {
+			delete(s.waiting, pid)
+			ch <- ws
+		}
+		s.mu.Unlock()
+	}
+}
+
+// defaultSignals gives the kernel's default action back to the signals on
+// which Go's runtime would end the init if a process sent them: SIGHUP,
+// SIGINT and SIGTERM, which it treats as a request to exit, and SIGQUIT,
+// SIGABRT, SIGSEGV and the rest, which it treats as a crash. A PID
+// namespace's init never receives a signal it leaves at its default from
+// inside its namespace, so no command can end the sandbox by signalling
+// PID 1, even where it runs as the init's user (a rootless sandbox with
+// one id). A fault of the init's own still ends it, as the runtime would
+// (the init recovers no panic). SIGCHLD goes back to its default too: no
+// handler runs at each command's exit (the reaper waits instead), and,
+// being the default rather than ignored, it keeps exited children for
+// wait4. Commands start with every signal at its default, as before:
+// they inherit a default, and Go resets the signals it handles at fork.
+func defaultSignals() error {
+	// An all-zero struct sigaction is SIG_DFL with no flags and an empty
+	// mask, whatever an architecture's field order; 64 bytes hold the
+	// largest.
+	var act [64]byte
+	for _, sig := range []unix.Signal{
+		unix.SIGHUP, unix.SIGINT, unix.SIGTERM, unix.SIGQUIT, unix.SIGILL, unix.SIGTRAP, unix.SIGABRT,
+		unix.SIGBUS, unix.SIGFPE, unix.SIGSEGV, unix.SIGSTKFLT, unix.SIGSYS, unix.SIGCHLD,
+	} {
+		if _, _, e := unix.RawSyscall6(unix.SYS_RT_SIGACTION, uintptr(sig), uintptr(unsafe.Pointer(&act)), 0, 8, 0, 0); e != 0 {
+			return fmt.Errorf("reset %v to its default action: %w", sig, e)
 		}
 	}
+	return nil
 }
 
 func (s *server) serve(ln *listener) {
@@ -475,6 +514,10 @@ func (s *server) startProcess(path string, req *wire.Request, dir string, status
 	s.paused.RUnlock()
 	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", req.Args[0], err)
+	}
+	select {
+	case s.started <- struct{}{}:
+	default:
 	}
 	p.pid = pid
 	ok = true

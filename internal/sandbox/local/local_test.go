@@ -290,6 +290,14 @@ func TestRootlessHelper(t *testing.T) {
 		},
 		Isolated: true,
 	})
+	t.Run("signals to PID 1", func(t *testing.T) {
+		// With one id, commands run as the init's user, and may signal it.
+		testSignalInit(t, sandboxtest.New(t, sandboxtest.Harness{Runtime: rt, Spec: func(t *testing.T) sandbox.Spec {
+			s := testSpec(t)
+			s.Limits = sandbox.Limits{}
+			return s
+		}}), nil)
+	})
 	t.Run("commands hold no capabilities", func(t *testing.T) {
 		sb := sandboxtest.New(t, sandboxtest.Harness{Runtime: rt, Spec: func(t *testing.T) sandbox.Spec {
 			s := testSpec(t)

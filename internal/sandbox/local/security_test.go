@@ -66,6 +66,12 @@ func TestSecurity(t *testing.T) {
 		t.Run("CgroupEscape", func(t *testing.T) { t.Parallel(); testCgroupEscape(t, rt) })
 		t.Run("BecomeRoot", func(t *testing.T) { t.Parallel(); testBecomeRoot(t, rt) })
 		t.Run("HostWrites", func(t *testing.T) { t.Parallel(); testHostWrites(t, rt) })
+		t.Run("SignalInit", func(t *testing.T) {
+			t.Parallel()
+			// As root inside, as graders run: the one user that may
+			// signal PID 1 in a sandbox that maps the whole id range.
+			testSignalInit(t, newSandbox(t, rt, nil), &sandbox.User{Name: "root", Home: "/root"})
+		})
 	})
 	close(stop)
 	wg.Wait()
@@ -268,6 +274,32 @@ id -u
 	r = sandboxtest.Sh(t, sb, `for p in /proc/[0-9]*; do u=$(awk '/^Uid:/{print $2}' $p/status 2>/dev/null); [ "$u" = 0 ] && basename $p; done`)
 	if strings.TrimSpace(r.Stdout) != "1" {
 		t.Errorf("root processes in the sandbox: %q", r.Stdout)
+	}
+}
+
+// testSignalInit sends PID 1 every signal there is, as user as, and checks
+// that the sandbox lives on: Go's runtime would end the init on many of
+// them (SIGTERM, SIGQUIT, SIGSEGV sent with kill, ...), and the sandbox
+// with it. It also checks that the init reaps an orphan.
+func testSignalInit(t *testing.T, sb sandbox.Sandbox, as *sandbox.User) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	st, err := sb.Run(t.Context(), sandbox.Cmd{
+		Args:   []string{"/bin/sh", "-c", `n=0; for i in $(seq 1 64); do kill -$i 1 && n=$((n+1)); done; sleep 0.2; echo "$n sent"`},
+		User:   as,
+		Stdout: &out, Stderr: &errb,
+	})
+	if err != nil || st.Code != 0 {
+		t.Fatalf("signalling PID 1: %v, %+v, %q %q", err, st, out.String(), errb.String())
+	}
+	if strings.TrimSpace(out.String()) != "64 sent" {
+		t.Fatalf("PID 1 not signalled: %q %q", out.String(), errb.String())
+	}
+	// The init lives: commands still run, and it still reaps: an orphan
+	// that exits leaves no zombie behind.
+	r := sandboxtest.Sh(t, sb, `(sleep 0.1 &); sleep 0.6; for p in /proc/[0-9]*; do s=$(awk '{print $3}' $p/stat 2>/dev/null); [ "$s" = Z ] && echo "zombie $(basename $p)"; done; echo done`)
+	if r.Stdout != "done\n" {
+		t.Errorf("after the signals: %q %q", r.Stdout, r.Stderr)
 	}
 }
 
