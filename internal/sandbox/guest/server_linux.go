@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -48,10 +49,10 @@ func newServer() *server {
 }
 
 // spawnLoop owns the spawner thread for the life of the init. It sets the
-// init's OOM score before it starts any command (the kernel's OOM killer
-// must pick a command, never the init), beside the init's set-up. Commands
-// forked from it must not inherit the ambient capabilities a rootless init
-// is started with, so it clears them on its thread first.
+// init's OOM score before it starts any command, beside the init's set-up
+// (see commandOOMScore). Commands forked from it must not inherit the
+// ambient capabilities a rootless init is started with, so it clears them
+// on its thread first.
 func (s *server) spawnLoop() {
 	runtime.LockOSThread()
 	_ = os.WriteFile("/proc/self/oom_score_adj", []byte("-1000"), 0)
@@ -70,12 +71,28 @@ func (s *server) onSpawner(f func() error) error {
 	return <-done
 }
 
+// commandOOMScore is the OOM score adjustment every command starts with,
+// what a shell in a desktop's terminal gets from systemd's user manager
+// (user services run at 200). The kernel's OOM killer must pick a command,
+// never the init: the init asks for -1000 for itself, which takes
+// CAP_SYS_RESOURCE (a host's root may lack it, and then the init stays at
+// 0), and a command would inherit either. From 200, a command outranks the
+// init in the sandbox's memory cgroup whatever their sizes (a command
+// filling a tmpfs holds almost no memory of its own); and where the init
+// could set -1000, it is also the least the command may lower itself to.
+const commandOOMScore = "200"
+
 func (s *server) forkExec(path string, args []string, attr *syscall.ProcAttr) (pid int, err error) {
 	err = s.onSpawner(func() error {
 		var ferr error
 		pid, ferr = syscall.ForkExec(path, args, attr)
 		return ferr
 	})
+	if err == nil {
+		// Set from outside once the command runs: Go's fork runs no code
+		// of ours in the child.
+		_ = os.WriteFile("/proc/"+strconv.Itoa(pid)+"/oom_score_adj", []byte(commandOOMScore), 0)
+	}
 	return pid, err
 }
 

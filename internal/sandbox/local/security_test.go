@@ -186,6 +186,23 @@ func testMemoryHog(t *testing.T, rt *Runtime) {
 	if b.m.Cgroup.oomKills() == 0 {
 		t.Errorf("no OOM kill recorded in the sandbox's cgroup")
 	}
+	// Memory filled through a tmpfs belongs to no process: the OOM
+	// killer must still pick a command (here the writer), never the init,
+	// which would end the sandbox. Commands start at a higher OOM score
+	// than the init can hold.
+	if r := sandboxtest.Sh(t, sb, "cat /proc/self/oom_score_adj"); r.Stdout != "200\n" {
+		t.Errorf("a command's OOM score adjustment: %q, want 200", r.Stdout)
+	}
+	st, err = sb.Run(t.Context(), sandbox.Cmd{Args: []string{"dd", "if=/dev/zero", "of=/dev/shm/fill", "bs=1M", "count=100"}, Timeout: 60 * time.Second})
+	if err != nil {
+		t.Fatalf("filling /dev/shm past the memory limit: %v", err)
+	}
+	if !st.OOMKilled {
+		t.Errorf("filling /dev/shm past the memory limit: %+v, want the writer OOM-killed", st)
+	}
+	if r := sandboxtest.Sh(t, sb, "rm /dev/shm/fill && echo alive"); r.Stdout != "alive\n" {
+		t.Errorf("sandbox after a tmpfs filled its memory: %+v", r)
+	}
 	// A command that is itself the hog reports OOMKilled.
 	st, err = sb.Run(t.Context(), sandbox.Cmd{Args: []string{"awk", hog}, Timeout: 60 * time.Second})
 	if err != nil {
