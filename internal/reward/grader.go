@@ -455,24 +455,32 @@ func (g *Grader) Run(ctx context.Context, sb sandbox.Sandbox, workspace string) 
 	if !path.IsAbs(r.target) {
 		r.target = path.Join(r.ws, r.target)
 	}
-	// An agent that removed its workspace must fail its grade, not make
-	// the grade command unable to start: that would read as an
-	// infrastructure failure and spare the episode its zero.
-	if err := r.ensureDir(ctx, r.ws); err != nil {
-		return nil, fmt.Errorf("grade in sandbox %s: workspace: %w", sb.ID(), err)
+	// An agent that removed its workspace, or filled its disk, must fail
+	// its grade, not make the grade command unable to start: that would
+	// read as an infrastructure failure and spare the episode its zero.
+	var res *Result
+	for _, step := range []struct {
+		what string
+		do   func(context.Context) error
+	}{
+		{"workspace", func(ctx context.Context) error { return r.ensureDir(ctx, r.ws) }},
+		{"restore protected files", r.restore},
+		{"copy hidden tests", r.placeTests},
+		{"reward file", r.clearRewardFile},
+	} {
+		if err := step.do(ctx); err != nil {
+			if !noSpace(err) {
+				return nil, fmt.Errorf("grade in sandbox %s: %s: %w", sb.ID(), step.what, err)
+			}
+			res = r.full(err)
+			break
+		}
 	}
-	if err := r.restore(ctx); err != nil {
-		return nil, fmt.Errorf("grade in sandbox %s: restore protected files: %w", sb.ID(), err)
-	}
-	if err := r.placeTests(ctx); err != nil {
-		return nil, fmt.Errorf("grade in sandbox %s: copy hidden tests: %w", sb.ID(), err)
-	}
-	if err := r.clearRewardFile(ctx); err != nil {
-		return nil, fmt.Errorf("grade in sandbox %s: reward file: %w", sb.ID(), err)
-	}
-	res, err := r.command(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("grade in sandbox %s: %w", sb.ID(), err)
+	if res == nil {
+		var err error
+		if res, err = r.command(ctx); err != nil {
+			return nil, fmt.Errorf("grade in sandbox %s: %w", sb.ID(), err)
+		}
 	}
 	slices.SortFunc(r.changes, func(a, b Change) int { return strings.Compare(a.Path, b.Path) })
 	res.Tampered = slices.CompactFunc(r.changes, func(a, b Change) bool { return a.Path == b.Path })
@@ -480,6 +488,24 @@ func (g *Grader) Run(ctx context.Context, sb sandbox.Sandbox, workspace string) 
 	res.Note = strings.Join(notes, "; ")
 	res.Duration = time.Since(start)
 	return res, nil
+}
+
+// noSpace reports whether err is the sandbox's disk (or quota) being full.
+func noSpace(err error) bool {
+	return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT)
+}
+
+// full grades an episode whose sandbox had no room left for the grader's
+// files: the agent filled its disk, and a machine the tests cannot be put
+// on fails them, as a removed workspace does. Reported as an error, it would
+// read as an infrastructure failure, and a rollout would run the episode
+// again: a way for an agent to trade a failing episode for another try.
+func (r *gradeRun) full(err error) *Result {
+	res := &Result{ExitCode: -1}
+	tests, _ := r.g.expect(nil)
+	res.count(tests)
+	res.Note = "the sandbox's disk was full, so the tests could not be put in place: " + clip(err.Error(), 300)
+	return res
 }
 
 func clip(s string, n int) string {

@@ -3,12 +3,14 @@ package reward
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -428,6 +430,42 @@ func TestGradeInfraError(t *testing.T) {
 	if _, err := gr.Run(t.Context(), f.sb, f.workspace); !errors.Is(err, sandbox.ErrClosed) {
 		t.Fatalf("Run on a closed sandbox: %v, want ErrClosed", err)
 	}
+}
+
+// fullDisk is a sandbox whose disk is full: every file write fails with
+// ENOSPC, as the local backend reports it.
+type fullDisk struct{ sandbox.Sandbox }
+
+func (fullDisk) WriteFile(_ context.Context, p string, _ []byte, _ fs.FileMode) error {
+	return fmt.Errorf("write %s: %w", p, syscall.ENOSPC)
+}
+
+// An agent that fills its disk fails its grade: were grading to fail, the
+// episode would read as an infrastructure failure and run again.
+func TestGradeDiskFull(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, nil, map[string]string{"a_test.py": "def test_a():\n    pass\n"}, map[string]string{"test_hidden.py": "def test_hidden():\n    pass\n"})
+	gr, err := NewGrader(task.Grade{Command: "python3 -m pytest -q", Format: task.FormatPytest}, f.tests, f.repo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := gr.Run(t.Context(), fullDisk{f.sb}, f.workspace)
+	if err != nil {
+		t.Fatalf("grading on a full disk: %v, want a failed grade", err)
+	}
+	if res.Pass || res.Total != 1 || res.Failed != 1 || !strings.Contains(res.Note, "disk was full") {
+		t.Fatalf("result %+v, want the expected test failed and a note", res)
+	}
+	// Any other failure to place the tests is still an error.
+	if _, err := gr.Run(t.Context(), brokenWrites{f.sb}, f.workspace); err == nil || !errors.Is(err, syscall.EIO) {
+		t.Fatalf("grading with failing writes: %v, want EIO", err)
+	}
+}
+
+type brokenWrites struct{ sandbox.Sandbox }
+
+func (brokenWrites) WriteFile(_ context.Context, p string, _ []byte, _ fs.FileMode) error {
+	return fmt.Errorf("write %s: %w", p, syscall.EIO)
 }
 
 func TestNewGraderRejects(t *testing.T) {

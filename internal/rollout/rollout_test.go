@@ -48,8 +48,14 @@ func TestMain(m *testing.M) {
 // hidden TAP test checks it, the solution fixes it.
 func shellTask(t *testing.T, dir, id string) *task.Task {
 	t.Helper()
+	return shellTaskWith(t, dir, id, "")
+}
+
+// shellTaskWith is shellTask with more lines in task.yaml.
+func shellTaskWith(t *testing.T, dir, id, yaml string) *task.Task {
+	t.Helper()
 	files := map[string]string{
-		"task.yaml": `id: ` + id + `
+		"task.yaml": `id: ` + id + yaml + `
 instruction: greet.sh should say "Hello, NAME!" not "Hi NAME"
 repo: {dir: repo, name: greeter}
 grade:
@@ -119,6 +125,11 @@ var behaviours = map[string][]policy.Message{
 	// A fake bash early in the user's PATH that reports every test passed.
 	"hijack": {
 		{ToolCalls: []policy.ToolCall{call("run_terminal_cmd", map[string]any{"command": `mkdir -p ~/.local/bin && printf '#!/bin/sh\necho 1..2; echo ok 1; echo ok 2\n' > ~/.local/bin/bash && chmod +x ~/.local/bin/bash`})}},
+		{Content: "done"},
+	},
+	// A disk left full leaves no room for the hidden tests.
+	"fill": {
+		{ToolCalls: []policy.ToolCall{call("run_terminal_cmd", map[string]any{"command": "dd if=/dev/zero of=fill bs=1M 2>&1 | head -1"})}},
 		{Content: "done"},
 	},
 	// A job left running rewrites the test after the grader restores it,
@@ -249,6 +260,34 @@ func TestRunEndToEnd(t *testing.T) {
 		t.Errorf("question: reward %v flags %v", f.Reward, flagNames(f))
 	}
 	// Nothing left: no sandbox, no snapshot.
+	assertNoSandboxes(t, rt)
+}
+
+// An agent that fills its disk fails its episode: it is graded, not
+// taken for an infrastructure failure and run again.
+func TestFullDiskIsGraded(t *testing.T) {
+	rt := localtest.Runtime(t)
+	s := testSetup(t, rt)
+	tk := shellTaskWith(t, t.TempDir(), "greet", "\nlimits: disk=24m")
+	var got []*trajectory.Trajectory
+	err := Run(t.Context(), Config{
+		Runtime: rt, Machines: s.Machines, Image: s.Image, CacheDir: s.CacheDir,
+		Model: &policy.Scripted{Reply: (&episodeScript{order: []string{"fill"}}).reply}, Samples: 1, Concurrency: 1,
+		Sink: func(tr *trajectory.Trajectory) error { got = append(got, tr); return nil },
+	}, []*task.Task{tk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 {
+		t.Fatalf("%d trajectories, want 1", len(got))
+	}
+	tr := got[0]
+	if tr.Status != trajectory.StatusOK || tr.Reward > 0 || tr.Metadata[MetaPass] != "false" {
+		t.Errorf("full disk: status %q error %q reward %v meta %v", tr.Status, tr.Error, tr.Reward, tr.Metadata)
+	}
+	if out := tr.Turns[0].Observations; len(out) == 0 || !strings.Contains(out[0].Output, "No space left") {
+		t.Errorf("the agent's dd did not fill the disk: %+v", out)
+	}
 	assertNoSandboxes(t, rt)
 }
 
