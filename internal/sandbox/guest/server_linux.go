@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 	"unsafe"
@@ -42,6 +43,10 @@ type server struct {
 	paused sync.RWMutex
 	// started wakes the reaper, without waiting, after a command starts.
 	started chan struct{}
+	// proc is a descriptor on the sandbox's own /proc (0 until prepare
+	// has mounted it): before pivot_root the init's "/proc" is the host's,
+	// where a command's pid names another process.
+	proc atomic.Int32
 }
 
 func newServer() *server {
@@ -88,12 +93,26 @@ func (s *server) forkExec(path string, args []string, attr *syscall.ProcAttr) (p
 		pid, ferr = syscall.ForkExec(path, args, attr)
 		return ferr
 	})
-	if err == nil {
+	if proc := int(s.proc.Load()); err == nil && proc > 0 {
 		// Set from outside once the command runs: Go's fork runs no code
 		// of ours in the child.
-		_ = os.WriteFile("/proc/"+strconv.Itoa(pid)+"/oom_score_adj", []byte(commandOOMScore), 0)
+		if fd, err := unix.Openat(proc, strconv.Itoa(pid)+"/oom_score_adj", unix.O_WRONLY|unix.O_CLOEXEC, 0); err == nil {
+			_, _ = unix.Write(fd, []byte(commandOOMScore))
+			unix.Close(fd)
+		}
 	}
 	return pid, err
+}
+
+// keepProc keeps a descriptor on the sandbox's /proc, which prepare has
+// staged at "proc".
+func (s *server) keepProc() error {
+	fd, err := unix.Open("proc", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("open the sandbox's /proc: %w", err)
+	}
+	s.proc.Store(int32(fd))
+	return nil
 }
 
 // reap collects every child and orphan of PID 1, blocked in wait4 on a

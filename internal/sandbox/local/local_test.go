@@ -144,6 +144,49 @@ func TestConformance(t *testing.T) {
 // TestDeepForkChain snapshots and forks past maxDepth, deleting, replacing
 // and recreating files on the way, and checks that the stack is squashed
 // and the last fork sees exactly the state it should.
+// Commands start at OOM score 200, which the init writes through the
+// sandbox's own /proc: a pooled init runs its warm-up command before
+// pivot_root, when "/proc" is still the host's and the command's pid names
+// a host process.
+func TestCommandOOMScore(t *testing.T) {
+	rt := testRuntimeWarm(t, 1)
+	self, err := os.Readlink("/proc/self/ns/pid")
+	if err != nil {
+		t.Skip("no /proc/self/ns/pid")
+	}
+	// Host processes (of this PID namespace) at 200: sandboxes' commands
+	// are in namespaces of their own.
+	at200 := func() map[string]bool {
+		out := map[string]bool{}
+		ents, _ := os.ReadDir("/proc")
+		for _, e := range ents {
+			if ns, err := os.Readlink("/proc/" + e.Name() + "/ns/pid"); err != nil || ns != self {
+				continue
+			}
+			if b, err := os.ReadFile("/proc/" + e.Name() + "/oom_score_adj"); err == nil && strings.TrimSpace(string(b)) == "200" {
+				out[e.Name()] = true
+			}
+		}
+		return out
+	}
+	before := at200()
+	for range 2 {
+		sb, err := rt.Create(t.Context(), testSpec(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r := sandboxtest.Sh(t, sb, "cat /proc/self/oom_score_adj"); r.Stdout != "200\n" {
+			t.Errorf("a command's OOM score adjustment: %q, want 200", r.Stdout)
+		}
+		sb.Close(t.Context())
+	}
+	for pid := range at200() {
+		if !before[pid] {
+			t.Errorf("host process %s was given OOM score 200", pid)
+		}
+	}
+}
+
 func TestDeepForkChain(t *testing.T) {
 	testDeepForkChain(t, testRuntime(t), testSpec(t))
 }
