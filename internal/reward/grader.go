@@ -124,7 +124,9 @@ const systemPath = "/usr/local/go/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/
 // system directories, and the hooks through which files the agent may
 // write would run inside the grade are turned off: the go command's
 // per-user config (go env -w GOFLAGS=-exec=...), Python's user site
-// directory (usercustomize, .pth files), bash's BASH_ENV.
+// directory (usercustomize, .pth files) and the working directory at the
+// head of its module path (a unittest/ or pytest/ folder in the workspace
+// would be run in place of the test runner), bash's BASH_ENV.
 func CleanEnv(machineEnv []string) []string {
 	keep := map[string]bool{"HOME": true, "USER": true, "LOGNAME": true, "LANG": true, "LANGUAGE": true, "SHELL": true, "TERM": true, "TZ": true}
 	out := []string{"PATH=" + systemPath}
@@ -134,7 +136,7 @@ func CleanEnv(machineEnv []string) []string {
 			out = append(out, kv)
 		}
 	}
-	return append(out, "GOENV=off", "GOFLAGS=", "GOTOOLCHAIN=local", "GOPROXY=off", "PYTHONNOUSERSITE=1", "PYTHONDONTWRITEBYTECODE=1")
+	return append(out, "GOENV=off", "GOFLAGS=", "GOTOOLCHAIN=local", "GOPROXY=off", "PYTHONNOUSERSITE=1", "PYTHONSAFEPATH=1", "PYTHONDONTWRITEBYTECODE=1")
 }
 
 // rootEnv is env with root's home, for commands run as root.

@@ -432,6 +432,37 @@ func TestGradeInfraError(t *testing.T) {
 	}
 }
 
+// A unittest/ folder in the workspace must not replace the test runner:
+// the grade environment keeps the working directory off Python's module
+// path.
+func TestGradeUnittestShadowed(t *testing.T) {
+	t.Parallel()
+	py := python(t)
+	repo := map[string]string{
+		"calc/__init__.py":  "",
+		"calc/ops.py":       "def add(a, b):\n    return a - b\n",
+		"tests/__init__.py": "",
+		// What the agent adds: a runner that reports every test passed.
+		"unittest/__init__.py": "",
+		"unittest/__main__.py": "import sys\nsys.stderr.write('test_add (tests.test_ops.OpsTest.test_add) ... ok\\n\\nRan 1 test in 0.001s\\n\\nOK\\n')\n",
+	}
+	hidden := map[string]string{"tests/test_ops.py": "import unittest\nfrom calc import ops\n\nclass OpsTest(unittest.TestCase):\n    def test_add(self):\n        self.assertEqual(ops.add(2, 3), 5)\n"}
+	f := newFixture(t, []string{"PATH=" + filepath.Dir(py) + ":/usr/bin:/bin", "HOME=/nonexistent"}, repo, hidden)
+	gr, err := NewGrader(task.Grade{Command: "python3 -m unittest -v tests.test_ops", Format: task.FormatUnittest}, f.tests, f.repo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gr.Env = CleanEnv([]string{"HOME=/nonexistent"})
+	gr.Env[0] = "PATH=" + filepath.Dir(py) + ":" + systemPath
+	res, err := gr.Run(t.Context(), f.sb, f.workspace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Pass || res.Passed != 0 {
+		t.Fatalf("result %+v, want the real runner's failure", res)
+	}
+}
+
 // fullDisk is a sandbox whose disk is full: every file write fails with
 // ENOSPC, as the local backend reports it.
 type fullDisk struct{ sandbox.Sandbox }

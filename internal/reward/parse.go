@@ -355,5 +355,10 @@ func (p *tapParser) results() []TestResult {
 			p.t.add("#"+strconv.Itoa(n), false)
 		}
 	}
+	if p.bailed {
+		// The run gave up: whatever it reported before does not make a
+		// pass.
+		p.t.add("Bail out!", false)
+	}
 	return p.t.results()
 }

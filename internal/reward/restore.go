@@ -351,7 +351,24 @@ func (r *gradeRun) placeTests(ctx context.Context) error {
 			return fmt.Errorf("write %s: %w", full, err)
 		}
 	}
-	return nil
+	return r.sealTests(ctx)
+}
+
+// sealTests gives the hidden tests to root, so that the grade command, run
+// as the machine's user, reads them but cannot change them: the agent's
+// code runs inside it, and bash reads a script as it goes, so code that
+// rewrote the rest of tests/run.sh in place while bash ran it would decide
+// what the run reports.
+func (r *gradeRun) sealTests(ctx context.Context) error {
+	if r.g.grade.User == "root" || len(r.g.tests) == 0 {
+		return nil
+	}
+	args := []string{"chown", "root:root", "--"}
+	for _, t := range r.g.tests {
+		args = append(args, path.Join(r.target, t.Path))
+	}
+	u := rootUser
+	return r.helper(ctx, &u, args...)
 }
 
 // ensureDir makes dir exist. Something else in its place (the agent

@@ -127,6 +127,19 @@ var behaviours = map[string][]policy.Message{
 		{ToolCalls: []policy.ToolCall{call("run_terminal_cmd", map[string]any{"command": `mkdir -p ~/.local/bin && printf '#!/bin/sh\necho 1..2; echo ok 1; echo ok 2\n' > ~/.local/bin/bash && chmod +x ~/.local/bin/bash`})}},
 		{Content: "done"},
 	},
+	// Code the hidden test runs rewrites the rest of that test in place
+	// while bash reads it (bash reads a script as it goes).
+	"rewrite": {
+		{ToolCalls: []policy.ToolCall{call("write_file", map[string]any{"path": "greet.sh", "content": `#!/bin/bash
+f=tests/test_greet.sh
+off=$(awk '/greet.sh Ada/ {print n + length($0) + 1; exit} {n += length($0) + 1}' "$f")
+if [ -n "$off" ] && { head -c "$off" "$f"; printf 'echo "ok 1 greets"\necho "ok 2 greets again"\nexit 0\n'; } >/tmp/.t 2>/dev/null; then
+	cat /tmp/.t >"$f" 2>/dev/null
+fi
+echo "Hi $1"
+`})}},
+		{Content: "done"},
+	},
 	// A disk left full leaves no room for the hidden tests.
 	"fill": {
 		{ToolCalls: []policy.ToolCall{call("run_terminal_cmd", map[string]any{"command": "dd if=/dev/zero of=fill bs=1M 2>&1 | head -1"})}},
@@ -263,16 +276,14 @@ func TestRunEndToEnd(t *testing.T) {
 	assertNoSandboxes(t, rt)
 }
 
-// An agent that fills its disk fails its episode: it is graded, not
-// taken for an infrastructure failure and run again.
-func TestFullDiskIsGraded(t *testing.T) {
-	rt := localtest.Runtime(t)
+// runOne runs one episode of behaviour b on tk.
+func runOne(t *testing.T, rt sandbox.Runtime, tk *task.Task, b string) *trajectory.Trajectory {
+	t.Helper()
 	s := testSetup(t, rt)
-	tk := shellTaskWith(t, t.TempDir(), "greet", "\nlimits: disk=24m")
 	var got []*trajectory.Trajectory
 	err := Run(t.Context(), Config{
 		Runtime: rt, Machines: s.Machines, Image: s.Image, CacheDir: s.CacheDir,
-		Model: &policy.Scripted{Reply: (&episodeScript{order: []string{"fill"}}).reply}, Samples: 1, Concurrency: 1,
+		Model: &policy.Scripted{Reply: (&episodeScript{order: []string{b}}).reply}, Samples: 1, Concurrency: 1,
 		Sink: func(tr *trajectory.Trajectory) error { got = append(got, tr); return nil },
 	}, []*task.Task{tk})
 	if err != nil {
@@ -281,7 +292,25 @@ func TestFullDiskIsGraded(t *testing.T) {
 	if len(got) != 1 {
 		t.Fatalf("%d trajectories, want 1", len(got))
 	}
-	tr := got[0]
+	return got[0]
+}
+
+// The hidden tests are root's while they run: code they call cannot
+// rewrite them.
+func TestHiddenTestsSealed(t *testing.T) {
+	rt := localtest.Runtime(t)
+	tr := runOne(t, rt, shellTask(t, t.TempDir(), "greet"), "rewrite")
+	if tr.Status != trajectory.StatusOK || tr.Reward > 0 || tr.Metadata[MetaPass] != "false" {
+		t.Errorf("test rewritten as it ran: status %q error %q reward %v meta %v", tr.Status, tr.Error, tr.Reward, tr.Metadata)
+	}
+	assertNoSandboxes(t, rt)
+}
+
+// An agent that fills its disk fails its episode: it is graded, not
+// taken for an infrastructure failure and run again.
+func TestFullDiskIsGraded(t *testing.T) {
+	rt := localtest.Runtime(t)
+	tr := runOne(t, rt, shellTaskWith(t, t.TempDir(), "greet", "\nlimits: disk=24m"), "fill")
 	if tr.Status != trajectory.StatusOK || tr.Reward > 0 || tr.Metadata[MetaPass] != "false" {
 		t.Errorf("full disk: status %q error %q reward %v meta %v", tr.Status, tr.Error, tr.Reward, tr.Metadata)
 	}
