@@ -31,6 +31,8 @@ var _ sandbox.Sandbox = (*fakeSandbox)(nil)
 
 func (f *fakeSandbox) ID() string { return "fake" }
 
+func (f *fakeSandbox) As(*sandbox.User) sandbox.Files { return f }
+
 func (f *fakeSandbox) Run(_ context.Context, cmd sandbox.Cmd) (sandbox.ExitStatus, error) {
 	if len(cmd.Args) != 3 || cmd.Args[0] != "/bin/sh" || cmd.Args[1] != "-c" || !strings.HasPrefix(cmd.Args[2], prelude) {
 		return sandbox.ExitStatus{}, fmt.Errorf("fake: probes must run /bin/sh -c with the prelude, got %q", cmd.Args)

@@ -26,6 +26,8 @@ var _ sandbox.Sandbox = hostSandbox{}
 
 func (hostSandbox) ID() string { return "host" }
 
+func (h hostSandbox) As(*sandbox.User) sandbox.Files { return h }
+
 func (h hostSandbox) Run(ctx context.Context, cmd sandbox.Cmd) (sandbox.ExitStatus, error) {
 	if len(cmd.Args) == 0 {
 		return sandbox.ExitStatus{}, errors.New("no command")

@@ -2,6 +2,7 @@ package harness
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -14,15 +15,19 @@ import (
 
 // sandboxWorkspace is a directory inside a sandbox: the training workspace.
 type sandboxWorkspace struct {
-	sb   sandbox.Sandbox
-	root string
+	sb sandbox.Sandbox
+	// files are sb's, acting as its user: the model's file tools get the
+	// permissions its commands get.
+	files sandbox.Files
+	root  string
 }
 
 // SandboxWorkspace returns the workspace rooted at the absolute path root
 // inside sb. The sandbox is the boundary, so absolute paths anywhere in it
-// are allowed. The caller keeps ownership of sb.
+// are allowed, with the permissions of the sandbox's user. The caller
+// keeps ownership of sb.
 func SandboxWorkspace(sb sandbox.Sandbox, root string) Workspace {
-	return &sandboxWorkspace{sb: sb, root: path.Clean(root)}
+	return &sandboxWorkspace{sb: sb, files: sb.As(nil), root: path.Clean(root)}
 }
 
 func (w *sandboxWorkspace) Root() string { return w.root }
@@ -47,6 +52,11 @@ func (w *sandboxWorkspace) Run(ctx context.Context, command string, timeout time
 		Timeout: timeout,
 	})
 	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			// The model removed or moved its workspace: its doing, not
+			// the sandbox's failure.
+			return RunStatus{}, &fs.PathError{Op: "run in", Path: w.root, Err: fs.ErrNotExist}
+		}
 		return RunStatus{}, fmt.Errorf("run command in sandbox %s: %w", w.sb.ID(), err)
 	}
 	return RunStatus{ExitCode: st.Code, TimedOut: st.TimedOut}, nil
@@ -57,7 +67,7 @@ func (w *sandboxWorkspace) ReadFile(ctx context.Context, p string) ([]byte, erro
 	if err != nil {
 		return nil, err
 	}
-	return w.sb.ReadFile(ctx, full)
+	return w.files.ReadFile(ctx, full)
 }
 
 func (w *sandboxWorkspace) WriteFile(ctx context.Context, p string, data []byte) error {
@@ -66,23 +76,23 @@ func (w *sandboxWorkspace) WriteFile(ctx context.Context, p string, data []byte)
 		return err
 	}
 	perm := fs.FileMode(0o644)
-	if fi, err := w.sb.Stat(ctx, full); err == nil && fi.Mode.IsRegular() {
+	if fi, err := w.files.Stat(ctx, full); err == nil && fi.Mode.IsRegular() {
 		perm = fi.Mode.Perm()
 	}
-	err = w.sb.WriteFile(ctx, full, data, perm)
+	err = w.files.WriteFile(ctx, full, data, perm)
 	if err == nil {
 		return nil
 	}
 	// The sandbox does not create parents: do it once, and only when the
 	// parent is what is missing.
 	dir := path.Dir(full)
-	if _, serr := w.sb.Stat(ctx, dir); serr == nil {
+	if _, serr := w.files.Stat(ctx, dir); serr == nil {
 		return err
 	}
 	if err := w.command(ctx, "mkdir", "-p", "--", dir); err != nil {
 		return err
 	}
-	return w.sb.WriteFile(ctx, full, data, perm)
+	return w.files.WriteFile(ctx, full, data, perm)
 }
 
 func (w *sandboxWorkspace) Remove(ctx context.Context, p string) error {
@@ -90,7 +100,7 @@ func (w *sandboxWorkspace) Remove(ctx context.Context, p string) error {
 	if err != nil {
 		return err
 	}
-	fi, err := w.sb.Stat(ctx, full)
+	fi, err := w.files.Stat(ctx, full)
 	if err != nil {
 		return err
 	}
@@ -104,7 +114,7 @@ func (w *sandboxWorkspace) Remove(ctx context.Context, p string) error {
 // reported as fs.ErrPermission, the likeliest reason, with its output.
 func (w *sandboxWorkspace) command(ctx context.Context, args ...string) error {
 	out := &capture{headMax: 4 << 10}
-	st, err := w.sb.Run(ctx, sandbox.Cmd{Args: args, Stdout: out, Stderr: out, Timeout: time.Minute})
+	st, err := w.sb.Run(ctx, sandbox.Cmd{Args: args, Dir: "/", Stdout: out, Stderr: out, Timeout: time.Minute})
 	if err != nil {
 		return fmt.Errorf("%s in sandbox %s: %w", args[0], w.sb.ID(), err)
 	}
@@ -119,7 +129,7 @@ func (w *sandboxWorkspace) Stat(ctx context.Context, p string) (FileInfo, error)
 	if err != nil {
 		return FileInfo{}, err
 	}
-	fi, err := w.sb.Stat(ctx, full)
+	fi, err := w.files.Stat(ctx, full)
 	if err != nil {
 		return FileInfo{}, err
 	}
@@ -131,7 +141,7 @@ func (w *sandboxWorkspace) ReadDir(ctx context.Context, p string) ([]FileInfo, e
 	if err != nil {
 		return nil, err
 	}
-	ents, err := w.sb.ReadDir(ctx, full)
+	ents, err := w.files.ReadDir(ctx, full)
 	if err != nil {
 		return nil, err
 	}

@@ -42,6 +42,9 @@ func runTerminalCmd(ctx context.Context, ws Workspace, a runArgs) (Result, error
 	out := &capture{headMax: cmdOutputHead, tailMax: cmdOutputTail}
 	st, err := ws.Run(ctx, a.Command, timeout, out)
 	if err != nil {
+		if isModelError(err) {
+			return modelError("%s", describeError(ws.Root(), err)), nil
+		}
 		return Result{}, err
 	}
 	var b strings.Builder

@@ -3,6 +3,7 @@ package harness
 import (
 	"context"
 	"errors"
+	"github.com/verisim/verisim/internal/sandbox"
 	"io"
 	"io/fs"
 	"sync"
@@ -83,6 +84,12 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 // isModelError reports whether err from a Workspace file operation is the
 // caller's mistake (a wrong path) rather than a failure of the workspace.
 func isModelError(err error) bool {
+	// An error about a path the model chose, whatever its errno (EROFS,
+	// EINVAL, ...): the sandbox answered, and the answer is the model's.
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return true
+	}
 	for _, target := range []error{
 		fs.ErrNotExist, fs.ErrExist, fs.ErrPermission, fs.ErrInvalid, ErrOutsideRoot,
 		syscall.EISDIR, syscall.ENOTDIR, syscall.ENOTEMPTY, syscall.ENAMETOOLONG, syscall.ELOOP,
@@ -112,6 +119,12 @@ func describeError(path string, err error) string {
 		return path + ": directory not empty"
 	case errors.Is(err, syscall.ELOOP):
 		return path + ": too many levels of symbolic links"
+	case errors.Is(err, sandbox.ErrNotRegular):
+		return path + ": not a regular file"
+	}
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return path + ": " + pe.Err.Error()
 	}
 	return err.Error()
 }

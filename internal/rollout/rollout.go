@@ -454,7 +454,8 @@ func (r *runner) stopAgentProcesses(ctx context.Context, sb sandbox.Sandbox) err
 	if r.cfg.Runtime.Name() == "process" {
 		return nil
 	}
-	st, err := sb.Run(ctx, sandbox.Cmd{Args: []string{"/bin/sh", "-c", "kill -KILL -1 2>/dev/null; exit 0"}, Timeout: 30 * time.Second})
+	// From "/": the agent may have removed its workspace.
+	st, err := sb.Run(ctx, sandbox.Cmd{Args: []string{"/bin/sh", "-c", "kill -KILL -1 2>/dev/null; exit 0"}, Dir: "/", Timeout: 30 * time.Second})
 	if err != nil {
 		return fmt.Errorf("stop the agent's processes before grading: %w", err)
 	}

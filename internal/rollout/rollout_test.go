@@ -140,6 +140,19 @@ echo "Hi $1"
 `})}},
 		{Content: "done"},
 	},
+	// Root through the file tools, which once acted as the init (root).
+	"shadow": {
+		{ToolCalls: []policy.ToolCall{call("write_file", map[string]any{"path": "/etc/shadow", "content": "root::19000:0:99999:7:::\n"})}},
+		{ToolCalls: []policy.ToolCall{call("read_file", map[string]any{"path": "/dev/zero"})}},
+		{ToolCalls: []policy.ToolCall{call("run_terminal_cmd", map[string]any{"command": "su root -c 'id -u' </dev/null 2>&1; id -u"})}},
+		{Content: "done"},
+	},
+	// The workspace removed: later commands and the grade must still run.
+	"rmws": {
+		{ToolCalls: []policy.ToolCall{call("run_terminal_cmd", map[string]any{"command": "cd .. && rm -rf greeter"})}},
+		{ToolCalls: []policy.ToolCall{call("run_terminal_cmd", map[string]any{"command": "ls"})}},
+		{Content: "done"},
+	},
 	// A disk left full leaves no room for the hidden tests.
 	"fill": {
 		{ToolCalls: []policy.ToolCall{call("run_terminal_cmd", map[string]any{"command": "dd if=/dev/zero of=fill bs=1M 2>&1 | head -1"})}},
@@ -302,6 +315,43 @@ func TestHiddenTestsSealed(t *testing.T) {
 	tr := runOne(t, rt, shellTask(t, t.TempDir(), "greet"), "rewrite")
 	if tr.Status != trajectory.StatusOK || tr.Reward > 0 || tr.Metadata[MetaPass] != "false" {
 		t.Errorf("test rewritten as it ran: status %q error %q reward %v meta %v", tr.Status, tr.Error, tr.Reward, tr.Metadata)
+	}
+	assertNoSandboxes(t, rt)
+}
+
+// The file tools act as the machine's user: writing /etc/shadow is
+// refused (it made the agent root), reading /dev/zero too (it filled the
+// host's memory), each as an answer to the model, not an infrastructure
+// failure.
+func TestFileToolsAsUser(t *testing.T) {
+	rt := localtest.Runtime(t)
+	tr := runOne(t, rt, shellTask(t, t.TempDir(), "greet"), "shadow")
+	if tr.Status != trajectory.StatusOK || tr.Reward > 0 {
+		t.Fatalf("status %q error %q reward %v", tr.Status, tr.Error, tr.Reward)
+	}
+	obs := func(turn int) trajectory.Observation { return tr.Turns[turn].Observations[0] }
+	if o := obs(0); !strings.Contains(o.Error+o.Output, "permission denied") {
+		t.Errorf("write_file /etc/shadow: %+v", o)
+	}
+	if o := obs(1); !strings.Contains(o.Error+o.Output, "not a regular file") {
+		t.Errorf("read_file /dev/zero: %+v", o)
+	}
+	if o := obs(2); strings.Contains(o.Output, "\n0\n") || !strings.HasSuffix(strings.TrimSpace(strings.TrimSuffix(o.Output, "[exit code: 0]")), "1000") {
+		t.Errorf("su after the write: %+v", o)
+	}
+	assertNoSandboxes(t, rt)
+}
+
+// An agent that removes its workspace fails its episode: its later
+// commands are told so, and it is graded.
+func TestWorkspaceRemovedIsGraded(t *testing.T) {
+	rt := localtest.Runtime(t)
+	tr := runOne(t, rt, shellTask(t, t.TempDir(), "greet"), "rmws")
+	if tr.Status != trajectory.StatusOK || tr.Reward > 0 || tr.Metadata[MetaPass] != "false" {
+		t.Fatalf("status %q error %q reward %v meta %v", tr.Status, tr.Error, tr.Reward, tr.Metadata)
+	}
+	if o := tr.Turns[1].Observations[0]; !strings.Contains(o.Error+o.Output, "no such file or directory") {
+		t.Errorf("a command after the workspace went: %+v", o)
 	}
 	assertNoSandboxes(t, rt)
 }

@@ -3,6 +3,7 @@ package sandbox
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"time"
@@ -31,19 +32,31 @@ type Sandbox interface {
 	// (ErrCommandNotFound, ErrClosed, a broken channel to the sandbox).
 	Run(ctx context.Context, cmd Cmd) (ExitStatus, error)
 	// ReadFile, WriteFile, ReadDir and Stat act on the sandbox's filesystem
-	// with root's permissions, at absolute paths inside the sandbox. Files
+	// with root's permissions, at absolute paths inside the sandbox: for
+	// the host's own work (a grader putting tests in place). Files
 	// WriteFile creates belong to the spec's default user; a write replaces
-	// the file whole or not at all.
-	ReadFile(ctx context.Context, path string) ([]byte, error)
-	WriteFile(ctx context.Context, path string, data []byte, perm fs.FileMode) error
-	ReadDir(ctx context.Context, path string) ([]FileInfo, error)
-	Stat(ctx context.Context, path string) (FileInfo, error)
+	// the file whole or not at all. ReadFile reads regular files only.
+	Files
+	// As returns the same file operations acting as user u (nil: the
+	// spec's default user), with u's permissions, as a command of u's
+	// would: what a model's file tools must use, or it could write
+	// /etc/shadow. Files they create belong to u. A backend without
+	// users (process) returns its own.
+	As(u *User) Files
 	// Snapshot freezes the current filesystem as a new read-only layer and
 	// returns the snapshot's id, usable with Runtime.Fork.
 	Snapshot(ctx context.Context) (string, error)
 	// Close kills every process of the sandbox and removes all it used.
 	// It is idempotent.
 	Close(ctx context.Context) error
+}
+
+// Files are the operations on a sandbox's filesystem.
+type Files interface {
+	ReadFile(ctx context.Context, path string) ([]byte, error)
+	WriteFile(ctx context.Context, path string, data []byte, perm fs.FileMode) error
+	ReadDir(ctx context.Context, path string) ([]FileInfo, error)
+	Stat(ctx context.Context, path string) (FileInfo, error)
 }
 
 // Spec describes a sandbox in mechanism terms. Images and personas are
@@ -186,7 +199,11 @@ var (
 	ErrClosed           = errors.New("sandbox is closed")
 	ErrNotFound         = errors.New("no such sandbox")
 	ErrSnapshotNotFound = errors.New("no such snapshot")
-	ErrUnsupported      = errors.New("not supported by this backend")
+	// ErrNotRegular: ReadFile reads regular files only (a FIFO would
+	// block, a device such as /dev/zero never end). It is an
+	// fs.ErrInvalid.
+	ErrNotRegular  = fmt.Errorf("not a regular file: %w", fs.ErrInvalid)
+	ErrUnsupported = errors.New("not supported by this backend")
 )
 
 // Manager is implemented by backends whose sandboxes outlive the process

@@ -5,7 +5,7 @@ package guest
 // any change one side cannot read from the other, so that a host never
 // starts an init binary from another build (cmd/verisim-init prints it
 // with --protocol).
-const Protocol = 1
+const Protocol = 2
 
 // Config is what the host tells the init before it builds the sandbox. It is
 // JSON on descriptor FDConfig.

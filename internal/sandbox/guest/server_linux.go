@@ -1,6 +1,7 @@
 package guest
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -8,10 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 	"unsafe"
@@ -43,10 +42,11 @@ type server struct {
 	paused sync.RWMutex
 	// started wakes the reaper, without waiting, after a command starts.
 	started chan struct{}
-	// proc is a descriptor on the sandbox's own /proc (0 until prepare
-	// has mounted it): before pivot_root the init's "/proc" is the host's,
-	// where a command's pid names another process.
-	proc atomic.Int32
+	// oom is the init's own oom_score_adj, and ownOOM what it holds
+	// between command starts (see commandOOMScore); only the spawner
+	// thread uses them.
+	oom    *os.File
+	ownOOM []byte
 }
 
 func newServer() *server {
@@ -60,7 +60,18 @@ func newServer() *server {
 // on its thread first.
 func (s *server) spawnLoop() {
 	runtime.LockOSThread()
-	_ = os.WriteFile("/proc/self/oom_score_adj", []byte("-1000"), 0)
+	// "self" is the init whichever /proc this is (the host's, before
+	// pivot_root), and the descriptor stays the init's after.
+	if f, err := os.OpenFile("/proc/self/oom_score_adj", os.O_RDWR, 0); err == nil {
+		_, _ = f.WriteAt([]byte("-1000"), 0)
+		b := make([]byte, 16)
+		n, _ := f.ReadAt(b, 0)
+		if own := bytes.TrimSpace(b[:n]); len(own) > 0 {
+			s.oom, s.ownOOM = f, own
+		} else {
+			f.Close()
+		}
+	}
 	_ = unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
 	for f := range s.spawner {
 		f()
@@ -81,38 +92,26 @@ func (s *server) onSpawner(f func() error) error {
 // (user services run at 200). The kernel's OOM killer must pick a command,
 // never the init: the init asks for -1000 for itself, which takes
 // CAP_SYS_RESOURCE (a host's root may lack it, and then the init stays at
-// 0), and a command would inherit either. From 200, a command outranks the
-// init in the sandbox's memory cgroup whatever their sizes (a command
-// filling a tmpfs holds almost no memory of its own); and where the init
-// could set -1000, it is also the least the command may lower itself to.
+// 0). From 200, a command outranks the init in the sandbox's memory cgroup
+// whatever their sizes (a command filling a tmpfs holds almost no memory of
+// its own). A command inherits its score at fork, so the init holds 200
+// itself while it forks one, and its own score again at once; where the
+// init can set -1000, that write also makes 200 the least the command may
+// lower itself to. (Written into the command after the fork instead, the
+// score came too late for a child the command started at once.)
 const commandOOMScore = "200"
 
 func (s *server) forkExec(path string, args []string, attr *syscall.ProcAttr) (pid int, err error) {
 	err = s.onSpawner(func() error {
+		if s.oom != nil {
+			_, _ = s.oom.WriteAt([]byte(commandOOMScore), 0)
+			defer s.oom.WriteAt(s.ownOOM, 0)
+		}
 		var ferr error
 		pid, ferr = syscall.ForkExec(path, args, attr)
 		return ferr
 	})
-	if proc := int(s.proc.Load()); err == nil && proc > 0 {
-		// Set from outside once the command runs: Go's fork runs no code
-		// of ours in the child.
-		if fd, err := unix.Openat(proc, strconv.Itoa(pid)+"/oom_score_adj", unix.O_WRONLY|unix.O_CLOEXEC, 0); err == nil {
-			_, _ = unix.Write(fd, []byte(commandOOMScore))
-			unix.Close(fd)
-		}
-	}
 	return pid, err
-}
-
-// keepProc keeps a descriptor on the sandbox's /proc, which prepare has
-// staged at "proc".
-func (s *server) keepProc() error {
-	fd, err := unix.Open("proc", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return fmt.Errorf("open the sandbox's /proc: %w", err)
-	}
-	s.proc.Store(int32(fd))
-	return nil
 }
 
 // reap collects every child and orphan of PID 1, blocked in wait4 on a
@@ -192,15 +191,16 @@ func (s *server) handle(nc *os.File) {
 	if err := c.ReadJSON(wire.TypeRequest, &req); err != nil {
 		return
 	}
+	var fileOp func(*wire.Conn, *wire.Request)
 	switch req.Op {
 	case wire.OpExec:
 		s.exec(c, &req)
 	case wire.OpRead:
-		readFile(c, &req)
+		fileOp = readFile
 	case wire.OpWrite:
-		writeFile(c, &req)
+		fileOp = writeFile
 	case wire.OpReadDir, wire.OpStat:
-		statFiles(c, &req)
+		fileOp = statFiles
 	case wire.OpSignal:
 		s.signal(c, &req)
 	case wire.OpPause:
@@ -208,6 +208,77 @@ func (s *server) handle(nc *os.File) {
 	default:
 		respondErr(c, &wire.Error{Code: wire.CodeInvalid, Message: fmt.Sprintf("unknown op %q", req.Op)})
 	}
+	if fileOp == nil {
+		return
+	}
+	if !req.AsUser {
+		fileOp(c, &req)
+		return
+	}
+	if err := asUser(req.UID, req.GID, req.Groups, func() { fileOp(c, &req) }); err != nil {
+		if req.Op == wire.OpWrite {
+			// The host sends the data before it reads the reply.
+			drain(c)
+		}
+		respondErr(c, wireErr(err))
+	}
+}
+
+// asUser runs f on a thread of its own that acts on files as uid, gid and
+// groups (its filesystem ids and supplementary groups) with none of the
+// init's capabilities in effect, so that f's opens, creates and renames
+// get the permissions a command of that user gets. These credentials are
+// the thread's alone, and are put back before the thread goes back to the
+// runtime; a thread that cannot be put back ends with the goroutine.
+func asUser(uid, gid uint32, groups []uint32, f func()) error {
+	runtime.LockOSThread()
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var caps [2]unix.CapUserData
+	if err := unix.Capget(&hdr, &caps[0]); err != nil {
+		runtime.UnlockOSThread()
+		return fmt.Errorf("read the init's capabilities: %w", err)
+	}
+	oldGroups, err := unix.Getgroups()
+	if err != nil {
+		runtime.UnlockOSThread()
+		return fmt.Errorf("read the init's groups: %w", err)
+	}
+	gs := make([]int, len(groups))
+	for i, g := range groups {
+		gs[i] = int(g)
+	}
+	setGroups := true
+	if err := unix.Setgroups(gs); err != nil {
+		// A user namespace that maps one id denies setgroups; its init
+		// never had other groups to give up.
+		if !errors.Is(err, unix.EPERM) || len(groups) > 0 {
+			runtime.UnlockOSThread()
+			return fmt.Errorf("act as user %d: %w", uid, err)
+		}
+		setGroups = false
+	}
+	// setfsuid and setfsgid answer with the previous id whether or not
+	// they took; asking again with an invalid id reads the current one.
+	oldGID, _ := unix.SetfsgidRetGid(int(gid))
+	oldUID, _ := unix.SetfsuidRetUid(int(uid))
+	none := caps
+	none[0].Effective, none[1].Effective = 0, 0
+	nowGID, _ := unix.SetfsgidRetGid(-1)
+	nowUID, _ := unix.SetfsuidRetUid(-1)
+	if nowGID != int(gid) || nowUID != int(uid) || unix.Capset(&hdr, &none[0]) != nil {
+		// Left locked: the thread ends with this goroutine.
+		return fmt.Errorf("act as user %d: %w", uid, unix.EPERM)
+	}
+	f()
+	restored := unix.Capset(&hdr, &caps[0]) == nil
+	_, _ = unix.SetfsuidRetUid(oldUID)
+	_, _ = unix.SetfsgidRetGid(oldGID)
+	nowGID, _ = unix.SetfsgidRetGid(-1)
+	nowUID, _ = unix.SetfsuidRetUid(-1)
+	if restored && nowUID == oldUID && nowGID == oldGID && (!setGroups || unix.Setgroups(oldGroups) == nil) {
+		runtime.UnlockOSThread()
+	}
+	return nil
 }
 
 // signal sends a signal to the process tree of a running command. It is
@@ -229,9 +300,11 @@ func respondErr(c *wire.Conn, e *wire.Error) {
 	_ = c.WriteJSON(wire.TypeResponse, wire.Response{Error: e})
 }
 
-// wireErr gives a filesystem error its stable code.
+// wireErr gives a filesystem error its stable code, and its errno.
 func wireErr(err error) *wire.Error {
 	code := wire.CodeInternal
+	var errno syscall.Errno
+	errors.As(err, &errno)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		code = wire.CodeNotFound
@@ -245,9 +318,16 @@ func wireErr(err error) *wire.Error {
 		code = wire.CodeIsDir
 	case errors.Is(err, syscall.ENOSPC):
 		code = wire.CodeNoSpace
+	case errors.Is(err, errNotRegular):
+		code = wire.CodeNotRegular
 	}
-	return &wire.Error{Code: code, Message: err.Error()}
+	return &wire.Error{Code: code, Message: err.Error(), Errno: int(errno)}
 }
+
+// errNotRegular refuses to read what is not a regular file: a FIFO would
+// block the read until someone writes, a device (/dev/zero) would never
+// end.
+var errNotRegular = errors.New("not a regular file")
 
 // lookPath finds a command the way a shell would with the command's PATH.
 func lookPath(name string, env []string, dir string) (string, error) {
@@ -585,8 +665,13 @@ func openPTY(uid uint32, ws *wire.WinSize) (ptm, pts *os.File, err error) {
 	return ptm, pts, nil
 }
 
+// maxPseudoRead bounds a read of a file that says it is empty: /proc and
+// /sys files have content but no size.
+const maxPseudoRead = 64 << 20
+
 func readFile(c *wire.Conn, req *wire.Request) {
-	f, err := os.Open(req.Path)
+	// Non-blocking: opening a FIFO must not wait for a writer.
+	f, err := os.OpenFile(req.Path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
 	if err != nil {
 		respondErr(c, wireErr(err))
 		return
@@ -597,14 +682,24 @@ func readFile(c *wire.Conn, req *wire.Request) {
 		respondErr(c, wireErr(err))
 		return
 	}
-	if fi.IsDir() {
-		respondErr(c, &wire.Error{Code: wire.CodeIsDir, Message: req.Path + " is a directory"})
+	switch {
+	case fi.IsDir():
+		respondErr(c, &wire.Error{Code: wire.CodeIsDir, Message: req.Path + " is a directory", Errno: int(syscall.EISDIR)})
 		return
+	case !fi.Mode().IsRegular():
+		respondErr(c, wireErr(fmt.Errorf("%s: %w", req.Path, errNotRegular)))
+		return
+	}
+	// What the file held when it was opened, at most: one that grows as it
+	// is read (a process appending to it) must not stream without end.
+	limit := fi.Size()
+	if limit == 0 {
+		limit = maxPseudoRead
 	}
 	if err := c.WriteJSON(wire.TypeResponse, wire.Response{Size: fi.Size()}); err != nil {
 		return
 	}
-	_ = c.WriteStream(wire.TypeData, wire.TypeDataEnd, f)
+	_ = c.WriteStream(wire.TypeData, wire.TypeDataEnd, io.LimitReader(f, limit))
 }
 
 // writeFile receives content into a temporary file beside the target and

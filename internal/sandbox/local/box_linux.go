@@ -117,8 +117,13 @@ func toError(e *wire.Error, path string) error {
 		base = unix.EISDIR
 	case wire.CodeNoSpace:
 		base = unix.ENOSPC
+	case wire.CodeNotRegular:
+		base = sandbox.ErrNotRegular
 	default:
-		return errors.New(e.Message)
+		if e.Errno == 0 {
+			return errors.New(e.Message)
+		}
+		base = unix.Errno(e.Errno)
 	}
 	if path != "" {
 		return &fs.PathError{Op: "sandbox", Path: path, Err: base}
@@ -280,9 +285,57 @@ func (b *box) signal(ctx context.Context, pid int, sig unix.Signal) error {
 	return err
 }
 
+// fileOps are a sandbox's file operations acting as root (as nil) or as
+// user as, with its permissions.
+type fileOps struct {
+	b  *box
+	as *sandbox.User
+}
+
+// As implements sandbox.Sandbox.
+func (b *box) As(u *sandbox.User) sandbox.Files {
+	if u == nil {
+		u = &b.m.Spec.User
+	}
+	u = &sandbox.User{UID: u.UID, GID: u.GID, Groups: u.Groups}
+	if b.rt.rootless && b.rt.subids == nil {
+		// Only the user's own ids are mapped.
+		u.Groups = nil
+	}
+	return fileOps{b: b, as: u}
+}
+
+// request makes a file op's request, with the identity it acts as.
+func (o fileOps) request(op, path string) *wire.Request {
+	req := &wire.Request{Op: op, Path: path}
+	if o.as != nil {
+		req.AsUser, req.UID, req.GID, req.Groups = true, o.as.UID, o.as.GID, o.as.Groups
+	}
+	return req
+}
+
 // ReadFile implements sandbox.Sandbox.
 func (b *box) ReadFile(ctx context.Context, path string) ([]byte, error) {
-	c, done, err := b.request(ctx, &wire.Request{Op: wire.OpRead, Path: path})
+	return fileOps{b: b}.ReadFile(ctx, path)
+}
+
+// WriteFile implements sandbox.Sandbox.
+func (b *box) WriteFile(ctx context.Context, path string, data []byte, perm fs.FileMode) error {
+	return fileOps{b: b}.WriteFile(ctx, path, data, perm)
+}
+
+// ReadDir implements sandbox.Sandbox.
+func (b *box) ReadDir(ctx context.Context, path string) ([]sandbox.FileInfo, error) {
+	return fileOps{b: b}.ReadDir(ctx, path)
+}
+
+// Stat implements sandbox.Sandbox.
+func (b *box) Stat(ctx context.Context, path string) (sandbox.FileInfo, error) {
+	return fileOps{b: b}.Stat(ctx, path)
+}
+
+func (o fileOps) ReadFile(ctx context.Context, path string) ([]byte, error) {
+	c, done, err := o.b.request(ctx, o.request(wire.OpRead, path))
 	if err != nil {
 		return nil, err
 	}
@@ -304,10 +357,16 @@ func (b *box) ReadFile(ctx context.Context, path string) ([]byte, error) {
 	}
 }
 
-// WriteFile implements sandbox.Sandbox.
-func (b *box) WriteFile(ctx context.Context, path string, data []byte, perm fs.FileMode) error {
-	u := b.m.Spec.User
-	c, done, err := b.request(ctx, &wire.Request{Op: wire.OpWrite, Path: path, Mode: uint32(perm), UID: u.UID, GID: u.GID})
+// WriteFile writes as the identity the op acts as; the file is then the
+// spec's user's when root writes it, and the writer's own otherwise.
+func (o fileOps) WriteFile(ctx context.Context, path string, data []byte, perm fs.FileMode) error {
+	req := o.request(wire.OpWrite, path)
+	req.Mode = uint32(perm)
+	if o.as == nil {
+		u := o.b.m.Spec.User
+		req.UID, req.GID = u.UID, u.GID
+	}
+	c, done, err := o.b.request(ctx, req)
 	if err != nil {
 		return err
 	}
@@ -325,8 +384,8 @@ func (b *box) WriteFile(ctx context.Context, path string, data []byte, perm fs.F
 	return err
 }
 
-func (b *box) files(ctx context.Context, op, path string) ([]sandbox.FileInfo, error) {
-	c, done, err := b.request(ctx, &wire.Request{Op: op, Path: path})
+func (o fileOps) files(ctx context.Context, op, path string) ([]sandbox.FileInfo, error) {
+	c, done, err := o.b.request(ctx, o.request(op, path))
 	if err != nil {
 		return nil, err
 	}
@@ -342,14 +401,12 @@ func (b *box) files(ctx context.Context, op, path string) ([]sandbox.FileInfo, e
 	return out, nil
 }
 
-// ReadDir implements sandbox.Sandbox.
-func (b *box) ReadDir(ctx context.Context, path string) ([]sandbox.FileInfo, error) {
-	return b.files(ctx, wire.OpReadDir, path)
+func (o fileOps) ReadDir(ctx context.Context, path string) ([]sandbox.FileInfo, error) {
+	return o.files(ctx, wire.OpReadDir, path)
 }
 
-// Stat implements sandbox.Sandbox.
-func (b *box) Stat(ctx context.Context, path string) (sandbox.FileInfo, error) {
-	fi, err := b.files(ctx, wire.OpStat, path)
+func (o fileOps) Stat(ctx context.Context, path string) (sandbox.FileInfo, error) {
+	fi, err := o.files(ctx, wire.OpStat, path)
 	if err != nil {
 		return sandbox.FileInfo{}, err
 	}

@@ -352,12 +352,37 @@ func (b *box) check() error {
 	return nil
 }
 
-// ReadFile implements sandbox.Sandbox.
+// As implements sandbox.Sandbox: the process backend has no users of its
+// own, and its file operations act as the host's user whatever u.
+func (b *box) As(*sandbox.User) sandbox.Files { return b }
+
+// ReadFile implements sandbox.Sandbox: regular files only (a FIFO would
+// block, /dev/zero never end), and no more than the file held when opened
+// (64 MiB for one that says it is empty, as /proc files do).
 func (b *box) ReadFile(ctx context.Context, path string) ([]byte, error) {
 	if err := b.check(); err != nil {
 		return nil, err
 	}
-	return os.ReadFile(path)
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case fi.IsDir():
+		return nil, &fs.PathError{Op: "read", Path: path, Err: syscall.EISDIR}
+	case !fi.Mode().IsRegular():
+		return nil, &fs.PathError{Op: "read", Path: path, Err: sandbox.ErrNotRegular}
+	}
+	limit := fi.Size()
+	if limit == 0 {
+		limit = 64 << 20
+	}
+	return io.ReadAll(io.LimitReader(f, limit))
 }
 
 // WriteFile implements sandbox.Sandbox; the file is replaced whole.

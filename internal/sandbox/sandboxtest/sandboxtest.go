@@ -190,6 +190,66 @@ func testFiles(t *testing.T, h Harness) {
 	if err := sb.WriteFile(ctx, "/no/such/dir/f", nil, 0o644); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("write into missing dir: %v, want fs.ErrNotExist", err)
 	}
+	// Only regular files are read: a FIFO would block the read, /dev/zero
+	// never end it.
+	Sh(t, sb, "mkfifo fifo")
+	for _, p := range []string{filepath.Join(home, "fifo"), "/dev/zero"} {
+		done := make(chan error, 1)
+		go func() {
+			_, err := sb.ReadFile(ctx, p)
+			done <- err
+		}()
+		select {
+		case err := <-done:
+			if !errors.Is(err, sandbox.ErrNotRegular) || !errors.Is(err, fs.ErrInvalid) {
+				t.Errorf("ReadFile(%s): %v, want ErrNotRegular", p, err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("ReadFile(%s) did not return", p)
+		}
+	}
+	// As the sandbox's user, the file operations have its permissions
+	// (where the backend has users), and what they write is its.
+	files := sb.As(nil)
+	mine := filepath.Join(home, "mine.txt")
+	if err := files.WriteFile(ctx, mine, []byte("x"), 0o600); err != nil {
+		t.Fatalf("write as the user in its home: %v", err)
+	}
+	if got, err := files.ReadFile(ctx, mine); err != nil || string(got) != "x" {
+		t.Errorf("read back as the user: %q, %v", got, err)
+	}
+	if r := Sh(t, sb, "test -O mine.txt && echo mine"); r.Stdout != "mine\n" {
+		t.Errorf("a file written as the user belongs to %q", Sh(t, sb, "stat -c %U mine.txt").Stdout)
+	}
+	if !h.Isolated {
+		return
+	}
+	st, err := sb.Run(ctx, sandbox.Cmd{Args: []string{"/bin/sh", "-c", "mkdir -p /srv/private && echo x > /srv/private/secret && chmod 600 /srv/private/secret && chmod 700 /srv/private"}, User: &sandbox.User{}})
+	if err != nil || st.Code != 0 {
+		// A rootless sandbox with one id has no root.
+		t.Logf("no directory of root's to test with: %+v, %v", st, err)
+		return
+	}
+	if got, err := sb.ReadFile(ctx, "/srv/private/secret"); err != nil || string(got) != "x\n" {
+		t.Errorf("read root's file as root: %q, %v", got, err)
+	}
+	for _, p := range []string{"/srv/private/secret", "/srv/private"} {
+		var err error
+		if p == "/srv/private" {
+			_, err = files.ReadDir(ctx, p)
+		} else {
+			_, err = files.ReadFile(ctx, p)
+		}
+		if !errors.Is(err, fs.ErrPermission) {
+			t.Errorf("read %s as the user: %v, want fs.ErrPermission", p, err)
+		}
+	}
+	if err := files.WriteFile(ctx, "/srv/private/planted", []byte("x"), 0o644); !errors.Is(err, fs.ErrPermission) {
+		t.Errorf("write into root's directory as the user: %v, want fs.ErrPermission", err)
+	}
+	if err := files.WriteFile(ctx, "/srv/private/secret", []byte("y"), 0o644); !errors.Is(err, fs.ErrPermission) {
+		t.Errorf("replace root's file as the user: %v, want fs.ErrPermission", err)
+	}
 }
 
 func testTimeout(t *testing.T, h Harness) {

@@ -35,6 +35,8 @@ func (q *Request) UnmarshalJSON(b []byte) error {
 			return r.StringTo(&q.Path)
 		case "mode":
 			return r.Uint32To(&q.Mode)
+		case "as_user":
+			return r.BoolTo(&q.AsUser)
 		case "pid":
 			return r.IntTo(&q.PID)
 		case "signal":
@@ -65,8 +67,11 @@ func (w *WinSize) field(r *jsonlite.Reader, key string) error {
 func (p Response) MarshalJSON() ([]byte, error) {
 	o := jsonlite.NewObject(make([]byte, 0, 64))
 	if p.Error != nil {
-		e := jsonlite.NewObject(nil).Key("code").String(p.Error.Code).Key("message").String(p.Error.Message).Close()
-		o.Key("error").Raw(e)
+		e := jsonlite.NewObject(nil).Key("code").String(p.Error.Code).Key("message").String(p.Error.Message)
+		if p.Error.Errno != 0 {
+			e.Key("errno").Int(int64(p.Error.Errno))
+		}
+		o.Key("error").Raw(e.Close())
 	}
 	if p.PID != 0 {
 		o.Key("pid").Int(int64(p.PID))

@@ -72,6 +72,10 @@ type Request struct {
 	// File ops.
 	Path string `json:"path,omitempty"`
 	Mode uint32 `json:"mode,omitempty"`
+	// AsUser makes a file op act as UID, GID and Groups, with their
+	// permissions, instead of as the init (root): what an agent's tools
+	// ask for. A write's new file then belongs to them.
+	AsUser bool `json:"as_user,omitempty"`
 	// Signal: the command's pid (from its exec response) and the signal.
 	PID    int `json:"pid,omitempty"`
 	Signal int `json:"signal,omitempty"`
@@ -120,6 +124,7 @@ const (
 	CodeCommandNotFound = "command_not_found"
 	CodeNoSpace         = "no_space"
 	CodeInvalid         = "invalid"
+	CodeNotRegular      = "not_regular"
 	CodeInternal        = "internal"
 )
 
@@ -127,6 +132,10 @@ const (
 type Error struct {
 	Code    string `json:"code"`
 	Message string `json:"message"`
+	// Errno is the system error number behind the failure, when there is
+	// one (ELOOP, ENAMETOOLONG, EROFS, ...), for the host to test with
+	// errors.Is like a local one.
+	Errno int `json:"errno,omitempty"`
 }
 
 func (e *Error) Error() string { return e.Message }
