@@ -158,11 +158,20 @@ const defaultLimits = "memory=4g,pids=4096,cpus=0,disk=10g"
 // rootlessLimits are the defaults without root, which has no cgroups.
 const rootlessLimits = "disk=10g"
 
+// defaultLimits are a machine's limits when none are asked for: those of
+// --limits, or only the disk where the local backend runs without root.
+func (a *app) defaultLimits() string {
+	if os.Geteuid() != 0 && a.cfg.Backend == "local" {
+		return rootlessLimits
+	}
+	return defaultLimits
+}
+
 // spec resolves the machine flags into a sandbox spec.
 func (a *app) spec(ctx context.Context, m *machineFlags) (sandbox.Spec, error) {
 	limits := m.limits
-	if os.Geteuid() != 0 && a.cfg.Backend == "local" && m.cmd != nil && !m.cmd.Flags().Changed("limits") {
-		limits = rootlessLimits
+	if m.cmd != nil && !m.cmd.Flags().Changed("limits") {
+		limits = a.defaultLimits()
 	}
 	lim, err := parseLimits(limits)
 	if err != nil {

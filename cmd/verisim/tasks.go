@@ -19,6 +19,7 @@ import (
 	"github.com/verisim/verisim/internal/persona"
 	"github.com/verisim/verisim/internal/reward"
 	"github.com/verisim/verisim/internal/rollout"
+	"github.com/verisim/verisim/internal/sandbox"
 	"github.com/verisim/verisim/internal/task"
 	"github.com/verisim/verisim/internal/task/generate"
 	"github.com/verisim/verisim/internal/task/importer"
@@ -93,12 +94,17 @@ func (a *app) taskSetup(ctx context.Context, e *envFlags) (rollout.Setup, error)
 	if err != nil {
 		return rollout.Setup{}, withCode(exitImage, err)
 	}
+	lim, err := sandbox.ParseLimits(a.defaultLimits())
+	if err != nil {
+		return rollout.Setup{}, err
+	}
 	return rollout.Setup{
 		Runtime:  rt,
 		Machines: machine.NewBuilder(filepath.Join(a.cfg.StateDir, "layers")),
 		Image:    img,
 		Persona:  p,
 		CacheDir: filepath.Join(a.cfg.StateDir, "repos"),
+		Limits:   lim,
 	}, nil
 }
 

@@ -31,6 +31,10 @@ type Setup struct {
 	Image    *image.Image
 	Persona  *persona.Persona // nil: the built-in developer
 	CacheDir string
+	// Limits are the machine's limits for a task that sets none (as
+	// verisim's --limits default): without them, an agent's fork bomb or
+	// memory hog would reach the host.
+	Limits sandbox.Limits
 }
 
 // Env is a task's prepared machine: a snapshot every episode forks from,
@@ -63,8 +67,12 @@ func Prepare(ctx context.Context, s Setup, t *task.Task) (_ *Env, retErr error) 
 	if err != nil {
 		return nil, fmt.Errorf("%w: task %s: %w", ErrTask, t.ID, err)
 	}
+	limits := t.Limits
+	if t.LimitsS == "" {
+		limits = s.Limits
+	}
 	spec, err := s.Machines.Spec(ctx, machine.Machine{
-		Image: s.Image, Persona: p, Repo: repo, RepoName: t.Repo.Name, WarmGoCache: usesGo(t, repo), Limits: t.Limits,
+		Image: s.Image, Persona: p, Repo: repo, RepoName: t.Repo.Name, WarmGoCache: usesGo(t, repo), Limits: limits,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%w: task %s: %w", ErrTask, t.ID, err)

@@ -583,6 +583,30 @@ func TestPassAtK(t *testing.T) {
 
 // TestStopAgentProcesses checks that nothing the agent started survives
 // into grading.
+// A task that sets no limits gets the setup's.
+func TestDefaultLimits(t *testing.T) {
+	rt := localtest.Runtime(t)
+	s := testSetup(t, rt)
+	s.Limits = sandbox.Limits{PIDs: 77}
+	env, err := Prepare(t.Context(), s, shellTask(t, t.TempDir(), "greet"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer env.Release(context.Background())
+	sb, err := rt.Fork(t.Context(), env.Snapshot, sandbox.ForkOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sb.Close(context.Background())
+	var out strings.Builder
+	if _, err := sb.Run(t.Context(), sandbox.Cmd{Args: []string{"/bin/sh", "-c", "cat /sys/fs/cgroup/pids/user.slice/user-*.slice/pids.max"}, Stdout: &out}); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.TrimSpace(out.String()); got != "78" {
+		t.Errorf("the commands' pids limit: %q, want 78 (77 and the spawner)", got)
+	}
+}
+
 func TestStopAgentProcesses(t *testing.T) {
 	rt := localtest.Runtime(t)
 	s := testSetup(t, rt)
