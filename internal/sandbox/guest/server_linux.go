@@ -787,13 +787,25 @@ func statFiles(c *wire.Conn, req *wire.Request) {
 		respondErr(c, wireErr(err))
 		return
 	}
-	files := make([]wire.FileInfo, 0, len(ents))
+	// In responses of at most half a frame each, counting every byte of a
+	// name or link as an escape (six bytes) and 100 for the rest.
+	var files []wire.FileInfo
+	size := 0
 	for _, e := range ents {
 		fi, err := e.Info()
 		if err != nil {
 			continue
 		}
-		files = append(files, info(e.Name(), fi))
+		w := info(e.Name(), fi)
+		n := 6*(len(w.Name)+len(w.Link)) + 100
+		if size+n > wire.MaxFrame/2 && len(files) > 0 {
+			if c.WriteJSON(wire.TypeResponse, wire.Response{Files: files, More: true}) != nil {
+				return
+			}
+			files, size = nil, 0
+		}
+		files = append(files, w)
+		size += n
 	}
 	_ = c.WriteJSON(wire.TypeResponse, wire.Response{Files: files})
 }

@@ -390,15 +390,19 @@ func (o fileOps) files(ctx context.Context, op, path string) ([]sandbox.FileInfo
 		return nil, err
 	}
 	defer done()
-	resp, err := response(c, path)
-	if err != nil {
-		return nil, err
+	var out []sandbox.FileInfo
+	for {
+		resp, err := response(c, path)
+		if err != nil {
+			return nil, err
+		}
+		for _, f := range resp.Files {
+			out = append(out, sandbox.FileInfo{Name: f.Name, Size: f.Size, Mode: fs.FileMode(f.Mode), ModTime: time.Unix(0, f.ModTime), Link: f.Link})
+		}
+		if !resp.More {
+			return out, nil
+		}
 	}
-	out := make([]sandbox.FileInfo, len(resp.Files))
-	for i, f := range resp.Files {
-		out[i] = sandbox.FileInfo{Name: f.Name, Size: f.Size, Mode: fs.FileMode(f.Mode), ModTime: time.Unix(0, f.ModTime), Link: f.Link}
-	}
-	return out, nil
 }
 
 func (o fileOps) ReadDir(ctx context.Context, path string) ([]sandbox.FileInfo, error) {

@@ -190,6 +190,13 @@ func testFiles(t *testing.T, h Harness) {
 	if err := sb.WriteFile(ctx, "/no/such/dir/f", nil, 0o644); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("write into missing dir: %v, want fs.ErrNotExist", err)
 	}
+	// A directory larger than one protocol frame.
+	if r := Sh(t, sb, `mkdir big && cd big && seq 1 20000 | xargs touch && n=$(printf '%0240d' 0) && for i in $(seq 1 3000); do : > "$i$n"; done`); r.Status.Code != 0 {
+		t.Fatalf("make a large directory: %+v", r)
+	}
+	if ents, err := sb.ReadDir(ctx, filepath.Join(home, "big")); err != nil || len(ents) != 23000 {
+		t.Errorf("ReadDir of 23000 entries: %d, %v", len(ents), err)
+	}
 	// Only regular files are read: a FIFO would block the read, /dev/zero
 	// never end it.
 	Sh(t, sb, "mkfifo fifo")

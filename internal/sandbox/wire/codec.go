@@ -91,6 +91,9 @@ func (p Response) MarshalJSON() ([]byte, error) {
 		}
 		o.Key("files").Raw(append(fs, ']'))
 	}
+	if p.More {
+		o.Key("more").Bool(true)
+	}
 	if p.Size != 0 {
 		o.Key("size").Int(p.Size)
 	}

@@ -92,8 +92,10 @@ type Response struct {
 	Error *Error `json:"error,omitempty"`
 	// Exec: the command's pid inside the sandbox.
 	PID int `json:"pid,omitempty"`
-	// Stat and ReadDir.
+	// Stat and ReadDir. A directory too large for one frame comes in
+	// several responses, each but the last with More.
 	Files []FileInfo `json:"files,omitempty"`
+	More  bool       `json:"more,omitempty"`
 	// Read: the file's size.
 	Size int64 `json:"size,omitempty"`
 }
