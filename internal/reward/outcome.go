@@ -129,7 +129,7 @@ func (r *gradeRun) exitOutcome(ctx context.Context, res *Result) ([]string, erro
 func (r *gradeRun) readReward(ctx context.Context, full string) (float64, string, error) {
 	data, err := r.sb.ReadFile(ctx, full)
 	if err != nil {
-		if isMissing(err) || errors.Is(err, syscall.EISDIR) || errors.Is(err, fs.ErrPermission) {
+		if isMissing(err) || errors.Is(err, syscall.EISDIR) || errors.Is(err, fs.ErrPermission) || errors.Is(err, sandbox.ErrNotRegular) {
 			return 0, fmt.Sprintf("reward file %s: %v", full, err), nil
 		}
 		return 0, "", fmt.Errorf("read reward file %s: %w", full, err)

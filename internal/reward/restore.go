@@ -47,9 +47,10 @@ func (r *gradeRun) abs(rel string) string { return path.Join(r.ws, rel) }
 func (r *gradeRun) record(p, kind string) { r.changes = append(r.changes, Change{Path: p, Kind: kind}) }
 
 // isMissing reports an error that means nothing is at the path, including
-// a parent that is not a directory.
+// a parent that is not a directory, or a symbolic link that loops on the
+// way (the agent's: ensureParent removes it).
 func isMissing(err error) bool {
-	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR)
+	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) || errors.Is(err, syscall.ELOOP)
 }
 
 // hiddenInWorkspace returns the workspace-relative paths of the hidden

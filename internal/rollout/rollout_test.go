@@ -153,6 +153,11 @@ echo "Hi $1"
 		{ToolCalls: []policy.ToolCall{call("run_terminal_cmd", map[string]any{"command": "ls"})}},
 		{Content: "done"},
 	},
+	// The tests directory turned into a link to itself.
+	"looptests": {
+		{ToolCalls: []policy.ToolCall{call("run_terminal_cmd", map[string]any{"command": "rm -rf tests && ln -s tests tests"})}},
+		{Content: "done"},
+	},
 	// A disk left full leaves no room for the hidden tests.
 	"fill": {
 		{ToolCalls: []policy.ToolCall{call("run_terminal_cmd", map[string]any{"command": "dd if=/dev/zero of=fill bs=1M 2>&1 | head -1"})}},
@@ -352,6 +357,11 @@ func TestWorkspaceRemovedIsGraded(t *testing.T) {
 	}
 	if o := tr.Turns[1].Observations[0]; !strings.Contains(o.Error+o.Output, "no such file or directory") {
 		t.Errorf("a command after the workspace went: %+v", o)
+	}
+	// A link loop where the tests go is removed, recorded, and graded.
+	tr = runOne(t, rt, shellTask(t, t.TempDir(), "greet"), "looptests")
+	if tr.Status != trajectory.StatusOK || tr.Reward > 0 || tr.Metadata[MetaPass] != "false" {
+		t.Fatalf("tests made a link loop: status %q error %q reward %v meta %v", tr.Status, tr.Error, tr.Reward, tr.Metadata)
 	}
 	assertNoSandboxes(t, rt)
 }
