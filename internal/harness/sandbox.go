@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"path"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/verisim/verisim/internal/sandbox"
@@ -56,6 +57,12 @@ func (w *sandboxWorkspace) Run(ctx context.Context, command string, timeout time
 			// The model removed or moved its workspace: its doing, not
 			// the sandbox's failure.
 			return RunStatus{}, &fs.PathError{Op: "run in", Path: w.root, Err: fs.ErrNotExist}
+		}
+		if errors.Is(err, syscall.EAGAIN) {
+			// No process could be started: the model's own processes
+			// hold the sandbox's pids limit. A terminal's shell says so.
+			_, _ = io.WriteString(lw, "sh: fork: Resource temporarily unavailable\n")
+			return RunStatus{ExitCode: 2}, nil
 		}
 		return RunStatus{}, fmt.Errorf("run command in sandbox %s: %w", w.sb.ID(), err)
 	}

@@ -447,11 +447,20 @@ func (r *runner) attempt(ctx context.Context, j job, env *Env) *trajectory.Traje
 
 // stopAgentProcesses kills whatever the agent left running (a background
 // job could otherwise rewrite the tests after the grader restored them):
-// kill(-1) from a process of the machine's user reaches every other process
-// of that user. Only isolating backends get it; on the process backend the
-// user is the host's.
+// the sandbox's init kills them all where the backend can (sandbox.Stopper),
+// else kill(-1) from a process of the machine's user reaches every other
+// process of that user. Only isolating backends get it; on the process
+// backend the user is the host's.
 func (r *runner) stopAgentProcesses(ctx context.Context, sb sandbox.Sandbox) error {
 	if r.cfg.Runtime.Name() == "process" {
+		return nil
+	}
+	if s, ok := sb.(sandbox.Stopper); ok {
+		// Kills what the agent left without starting a process, which a
+		// machine the agent filled to its pids limit could not.
+		if err := s.StopAll(ctx); err != nil {
+			return fmt.Errorf("stop the agent's processes before grading: %w", err)
+		}
 		return nil
 	}
 	// From "/": the agent may have removed its workspace.

@@ -158,6 +158,13 @@ echo "Hi $1"
 		{ToolCalls: []policy.ToolCall{call("run_terminal_cmd", map[string]any{"command": "rm -rf tests && ln -s tests tests"})}},
 		{Content: "done"},
 	},
+	// Processes that keep the sandbox at its pids limit: no command can
+	// start, not even the one that would kill them.
+	"pidfill": {
+		{ToolCalls: []policy.ToolCall{call("run_terminal_cmd", map[string]any{"command": "nohup python3 -c 'import os, time\nwhile True:\n  try:\n    if os.fork() == 0:\n      time.sleep(1000)\n      os._exit(0)\n  except OSError:\n    time.sleep(0.0005)\n' >/dev/null 2>&1 & sleep 1"})}},
+		{ToolCalls: []policy.ToolCall{call("run_terminal_cmd", map[string]any{"command": "echo still here"})}},
+		{Content: "done"},
+	},
 	// A disk left full leaves no room for the hidden tests.
 	"fill": {
 		{ToolCalls: []policy.ToolCall{call("run_terminal_cmd", map[string]any{"command": "dd if=/dev/zero of=fill bs=1M 2>&1 | head -1"})}},
@@ -362,6 +369,20 @@ func TestWorkspaceRemovedIsGraded(t *testing.T) {
 	tr = runOne(t, rt, shellTask(t, t.TempDir(), "greet"), "looptests")
 	if tr.Status != trajectory.StatusOK || tr.Reward > 0 || tr.Metadata[MetaPass] != "false" {
 		t.Fatalf("tests made a link loop: status %q error %q reward %v meta %v", tr.Status, tr.Error, tr.Reward, tr.Metadata)
+	}
+	assertNoSandboxes(t, rt)
+}
+
+// An agent that fills its pids limit fails its episode: its next command
+// is told it cannot fork, and the grader still runs.
+func TestPidsFilledIsGraded(t *testing.T) {
+	rt := localtest.Runtime(t)
+	tr := runOne(t, rt, shellTaskWith(t, t.TempDir(), "greet", "\nlimits: pids=64"), "pidfill")
+	if tr.Status != trajectory.StatusOK || tr.Reward > 0 || tr.Metadata[MetaPass] != "false" {
+		t.Fatalf("status %q error %q reward %v meta %v", tr.Status, tr.Error, tr.Reward, tr.Metadata)
+	}
+	if o := tr.Turns[1].Observations[0]; !strings.Contains(o.Output, "Resource temporarily unavailable") {
+		t.Errorf("a command at the pids limit: %+v", o)
 	}
 	assertNoSandboxes(t, rt)
 }

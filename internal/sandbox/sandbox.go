@@ -51,6 +51,15 @@ type Sandbox interface {
 	Close(ctx context.Context) error
 }
 
+// Stopper is a Sandbox that can kill every process it runs without
+// starting one: a sandbox at its pids limit cannot start the command that
+// would kill the others.
+type Stopper interface {
+	// StopAll kills every process of the sandbox (but its init) and
+	// returns once they are gone.
+	StopAll(ctx context.Context) error
+}
+
 // Files are the operations on a sandbox's filesystem.
 type Files interface {
 	ReadFile(ctx context.Context, path string) ([]byte, error)

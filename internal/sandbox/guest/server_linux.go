@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -205,6 +206,8 @@ func (s *server) handle(nc *os.File) {
 		s.signal(c, &req)
 	case wire.OpPause:
 		s.pause(c)
+	case wire.OpKillAll:
+		s.killAll(c)
 	default:
 		respondErr(c, &wire.Error{Code: wire.CodeInvalid, Message: fmt.Sprintf("unknown op %q", req.Op)})
 	}
@@ -279,6 +282,37 @@ func asUser(uid, gid uint32, groups []uint32, f func()) error {
 		runtime.UnlockOSThread()
 	}
 	return nil
+}
+
+// killAll kills every other process of the sandbox (kill(-1) from PID 1
+// reaches all of its namespace) until none is left, at most 10 s: one
+// forked meanwhile is killed by the next round. The reaper collects them;
+// the answer comes once /proc lists only the init.
+func (s *server) killAll(c *wire.Conn) {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		_ = unix.Kill(-1, unix.SIGKILL)
+		ents, err := os.ReadDir("/proc")
+		if err != nil {
+			respondErr(c, wireErr(err))
+			return
+		}
+		left := 0
+		for _, e := range ents {
+			if pid, err := strconv.Atoi(e.Name()); err == nil && pid != 1 {
+				left++
+			}
+		}
+		if left == 0 {
+			_ = c.WriteJSON(wire.TypeResponse, wire.Response{})
+			return
+		}
+		if time.Now().After(deadline) {
+			respondErr(c, &wire.Error{Code: wire.CodeInternal, Message: fmt.Sprintf("%d processes still running after SIGKILL", left)})
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
 
 // signal sends a signal to the process tree of a running command. It is

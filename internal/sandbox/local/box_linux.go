@@ -274,6 +274,18 @@ func (b *box) execRequest(cmd *sandbox.Cmd) *wire.Request {
 	return req
 }
 
+// StopAll implements sandbox.Stopper: the init kills every other process
+// of the sandbox, starting none.
+func (b *box) StopAll(ctx context.Context) error {
+	c, done, err := b.request(ctx, &wire.Request{Op: wire.OpKillAll})
+	if err != nil {
+		return err
+	}
+	defer done()
+	_, err = response(c, "")
+	return err
+}
+
 // signal sends sig to the process tree of the command with pid.
 func (b *box) signal(ctx context.Context, pid int, sig unix.Signal) error {
 	c, done, err := b.request(ctx, &wire.Request{Op: wire.OpSignal, PID: pid, Signal: int(sig)})

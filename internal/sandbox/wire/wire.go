@@ -55,6 +55,10 @@ const (
 	// a host copies the writable layer of a sandbox without a cgroup
 	// freezer.
 	OpPause = "pause"
+	// OpKillAll kills every process of the sandbox but the init, and
+	// answers once they are gone: what starts no process, which a sandbox
+	// at its pids limit could not.
+	OpKillAll = "kill_all"
 )
 
 // Request is the first frame of every connection.
