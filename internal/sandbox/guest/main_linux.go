@@ -90,6 +90,9 @@ func Main() {
 		if err := prepare(); err != nil {
 			fail(err)
 		}
+		if err := srv.keepProc(); err != nil {
+			fail(err)
+		}
 	}
 	// The host bound the socket (a first socket in a fresh network
 	// namespace costs a millisecond); it keeps working after pivot_root.
@@ -115,6 +118,9 @@ func Main() {
 	}
 	if !mapped {
 		if err := prepare(); err != nil {
+			fail(err)
+		}
+		if err := srv.keepProc(); err != nil {
 			fail(err)
 		}
 	}

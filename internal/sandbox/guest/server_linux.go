@@ -1,7 +1,6 @@
 package guest
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -12,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 	"unsafe"
@@ -43,11 +43,10 @@ type server struct {
 	paused sync.RWMutex
 	// started wakes the reaper, without waiting, after a command starts.
 	started chan struct{}
-	// oom is the init's own oom_score_adj, and ownOOM what it holds
-	// between command starts (see commandOOMScore); only the spawner
-	// thread uses them.
-	oom    *os.File
-	ownOOM []byte
+	// proc is a descriptor on the sandbox's own /proc (0 until prepare
+	// has mounted it): before pivot_root the init's "/proc" is the host's,
+	// where a command's pid names another process.
+	proc atomic.Int32
 }
 
 func newServer() *server {
@@ -62,17 +61,8 @@ func newServer() *server {
 func (s *server) spawnLoop() {
 	runtime.LockOSThread()
 	// "self" is the init whichever /proc this is (the host's, before
-	// pivot_root), and the descriptor stays the init's after.
-	if f, err := os.OpenFile("/proc/self/oom_score_adj", os.O_RDWR, 0); err == nil {
-		_, _ = f.WriteAt([]byte("-1000"), 0)
-		b := make([]byte, 16)
-		n, _ := f.ReadAt(b, 0)
-		if own := bytes.TrimSpace(b[:n]); len(own) > 0 {
-			s.oom, s.ownOOM = f, own
-		} else {
-			f.Close()
-		}
-	}
+	// pivot_root).
+	_ = os.WriteFile("/proc/self/oom_score_adj", []byte("-1000"), 0)
 	_ = unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
 	for f := range s.spawner {
 		f()
@@ -95,24 +85,44 @@ func (s *server) onSpawner(f func() error) error {
 // CAP_SYS_RESOURCE (a host's root may lack it, and then the init stays at
 // 0). From 200, a command outranks the init in the sandbox's memory cgroup
 // whatever their sizes (a command filling a tmpfs holds almost no memory of
-// its own). A command inherits its score at fork, so the init holds 200
-// itself while it forks one, and its own score again at once; where the
-// init can set -1000, that write also makes 200 the least the command may
-// lower itself to. (Written into the command after the fork instead, the
-// score came too late for a child the command started at once.)
+// its own); where the init holds CAP_SYS_RESOURCE, its write also makes 200
+// the least the command may lower itself to. Go's fork runs no code of ours
+// in the child, so the spawner writes the score as soon as the command has
+// started: until then (microseconds; longer on a loaded machine) the
+// command, and a child it starts at once, hold the init's score. Where that
+// is -1000 they cannot be OOM-killed meanwhile; where it is 0, a command
+// that fills the memory cgroup within that time can still get the init
+// killed. (The init taking 200 itself while it forks, for the command to
+// inherit, was tried: on a loaded machine the init held it long enough to
+// be the one killed.)
 const commandOOMScore = "200"
 
 func (s *server) forkExec(path string, args []string, attr *syscall.ProcAttr) (pid int, err error) {
 	err = s.onSpawner(func() error {
-		if s.oom != nil {
-			_, _ = s.oom.WriteAt([]byte(commandOOMScore), 0)
-			defer s.oom.WriteAt(s.ownOOM, 0)
-		}
 		var ferr error
-		pid, ferr = syscall.ForkExec(path, args, attr)
-		return ferr
+		if pid, ferr = syscall.ForkExec(path, args, attr); ferr != nil {
+			return ferr
+		}
+		if proc := int(s.proc.Load()); proc > 0 {
+			if fd, err := unix.Openat(proc, strconv.Itoa(pid)+"/oom_score_adj", unix.O_WRONLY|unix.O_CLOEXEC, 0); err == nil {
+				_, _ = unix.Write(fd, []byte(commandOOMScore))
+				unix.Close(fd)
+			}
+		}
+		return nil
 	})
 	return pid, err
+}
+
+// keepProc keeps a descriptor on the sandbox's /proc, which prepare has
+// staged at "proc".
+func (s *server) keepProc() error {
+	fd, err := unix.Open("proc", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("open the sandbox's /proc: %w", err)
+	}
+	s.proc.Store(int32(fd))
+	return nil
 }
 
 // reap collects every child and orphan of PID 1, blocked in wait4 on a

@@ -193,7 +193,10 @@ func testMemoryHog(t *testing.T, rt *Runtime) {
 	if r := sandboxtest.Sh(t, sb, "cat /proc/self/oom_score_adj"); r.Stdout != "200\n" {
 		t.Errorf("a command's OOM score adjustment: %q, want 200", r.Stdout)
 	}
-	st, err = sb.Run(t.Context(), sandbox.Cmd{Args: []string{"dd", "if=/dev/zero", "of=/dev/shm/fill", "bs=1M", "count=100"}, Timeout: 60 * time.Second})
+	// After a moment: the init writes a command's score as soon as it has
+	// started, and a command that fills memory at once may come before
+	// (see commandOOMScore).
+	st, err = sb.Run(t.Context(), sandbox.Cmd{Args: []string{"/bin/sh", "-c", "sleep 0.2; exec dd if=/dev/zero of=/dev/shm/fill bs=1M count=100"}, Timeout: 60 * time.Second})
 	if err != nil {
 		t.Fatalf("filling /dev/shm past the memory limit: %v", err)
 	}
