@@ -83,10 +83,11 @@ func (s *server) onSpawner(f func() error) error {
 // (user services run at 200). The kernel's OOM killer must pick a command,
 // never the init: the init asks for -1000 for itself, which takes
 // CAP_SYS_RESOURCE (a host's root may lack it, and then the init stays at
-// 0). From 200, a command outranks the init in the sandbox's memory cgroup
-// whatever their sizes (a command filling a tmpfs holds almost no memory of
-// its own); where the init holds CAP_SYS_RESOURCE, its write also makes 200
-// the least the command may lower itself to. Go's fork runs no code of ours
+// 0). The OOM killer counts 200 as a fifth of the memory cgroup's limit, so
+// a command outranks the init (a few MB) whatever its own size (a command
+// filling a tmpfs holds almost no memory of its own) under any limit above
+// some 25 MB; where the init holds CAP_SYS_RESOURCE, its write also makes
+// 200 the least the command may lower itself to. Go's fork runs no code of ours
 // in the child, so the spawner writes the score as soon as the command has
 // started: until then (microseconds; longer on a loaded machine) the
 // command, and a child it starts at once, hold the init's score. Where that
