@@ -61,9 +61,11 @@ type Result struct {
 	Fraction float64 `json:"fraction"`
 	// Tests are in order of first report; expected tests that never
 	// reported come last, failed.
-	Tests    []TestResult `json:"tests,omitzero"`
-	ExitCode int          `json:"exit_code"`
-	TimedOut bool         `json:"timed_out,omitzero"`
+	Tests []TestResult `json:"tests,omitzero"`
+	// ExitCode is the grade command's: 1 for a Go run that passes, whose
+	// only failures are the canaries the grader placed (see canary.go).
+	ExitCode int  `json:"exit_code"`
+	TimedOut bool `json:"timed_out,omitzero"`
 	// Output is the end of the command's stdout and stderr, merged.
 	Output   string   `json:"output,omitzero"`
 	Tampered []Change `json:"tampered,omitzero"`

@@ -52,16 +52,32 @@ func (r *gradeRun) command(ctx context.Context) (*Result, error) {
 			return nil, err
 		}
 		notes = append(notes, more...)
-	} else {
+	}
+	exitOK := st.Code == 0
+	forged := false
+	if gr.Format != task.FormatExit {
+		reported, canariesFailed, note := r.checkCanaries(p.results())
+		if note != "" {
+			forged = true
+			notes = append(notes, note)
+		}
+		if canariesFailed {
+			// The canaries' failures make go test exit 1, and must.
+			exitOK = st.Code == 1
+			if st.Code == 0 {
+				forged = true
+				notes = append(notes, "the tests the grader placed to fail were reported failing, yet the run exited 0: the report is not the tests' own")
+			}
+		}
 		var missing []string
 		var tests []TestResult
-		tests, missing = r.g.expect(p.results())
+		tests, missing = r.g.expect(reported)
 		if len(missing) > 0 {
 			notes = append(notes, "expected tests that did not report: "+clip(strings.Join(missing, ", "), 500))
 		}
 		res.count(tests)
 	}
-	res.Pass = st.Code == 0 && !st.TimedOut && res.Failed == 0 && (res.Total > 0 || gr.Format == task.FormatExit)
+	res.Pass = exitOK && !forged && !st.TimedOut && res.Failed == 0 && (res.Total > 0 || gr.Format == task.FormatExit)
 	res.Note = strings.Join(notes, "; ")
 	return res, nil
 }

@@ -28,6 +28,8 @@ type gradeRun struct {
 	// want is every protected workspace path and what it must hold (nil:
 	// nothing).
 	want map[string]*File
+	// canaries are the failing tests placed beside the hidden ones.
+	canaries []canary
 }
 
 // rel returns the workspace-relative form of the absolute path p, and
@@ -352,6 +354,9 @@ func (r *gradeRun) placeTests(ctx context.Context) error {
 			return fmt.Errorf("write %s: %w", full, err)
 		}
 	}
+	if err := r.placeCanaries(ctx); err != nil {
+		return err
+	}
 	return r.sealTests(ctx)
 }
 
@@ -367,6 +372,9 @@ func (r *gradeRun) sealTests(ctx context.Context) error {
 	args := []string{"chown", "root:root", "--"}
 	for _, t := range r.g.tests {
 		args = append(args, path.Join(r.target, t.Path))
+	}
+	for _, c := range r.canaries {
+		args = append(args, c.file)
 	}
 	u := rootUser
 	return r.helper(ctx, &u, args...)
