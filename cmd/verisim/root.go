@@ -161,7 +161,11 @@ const rootlessLimits = "disk=10g"
 // defaultLimits are a machine's limits when none are asked for: those of
 // --limits, or only the disk where the local backend runs without root.
 func (a *app) defaultLimits() string {
-	if os.Geteuid() != 0 && a.cfg.Backend == "local" {
+	switch {
+	case a.cfg.Backend == "process":
+		// It enforces none, and says so for any it is given.
+		return ""
+	case os.Geteuid() != 0 && a.cfg.Backend == "local":
 		return rootlessLimits
 	}
 	return defaultLimits

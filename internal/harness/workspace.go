@@ -3,12 +3,13 @@ package harness
 import (
 	"context"
 	"errors"
-	"github.com/verisim/verisim/internal/sandbox"
 	"io"
 	"io/fs"
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/verisim/verisim/internal/sandbox"
 )
 
 // Workspace is the machine a tool call acts on: a directory tree and a shell
@@ -84,15 +85,13 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 // isModelError reports whether err from a Workspace file operation is the
 // caller's mistake (a wrong path) rather than a failure of the workspace.
 func isModelError(err error) bool {
-	// An error about a path the model chose, whatever its errno (EROFS,
-	// EINVAL, ...): the sandbox answered, and the answer is the model's.
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return true
-	}
+	// What the path the model chose is or holds; not a failing machine
+	// (EIO, EMFILE, ENOMEM, ...).
 	for _, target := range []error{
 		fs.ErrNotExist, fs.ErrExist, fs.ErrPermission, fs.ErrInvalid, ErrOutsideRoot,
 		syscall.EISDIR, syscall.ENOTDIR, syscall.ENOTEMPTY, syscall.ENAMETOOLONG, syscall.ELOOP,
+		syscall.EROFS, syscall.EFBIG, syscall.ENOSPC, syscall.EDQUOT, syscall.ETXTBSY, syscall.EMLINK,
+		syscall.EXDEV, syscall.EBUSY, syscall.ENXIO, syscall.ENODEV,
 	} {
 		if errors.Is(err, target) {
 			return true

@@ -427,11 +427,28 @@ func TestGradeRestoresProtected(t *testing.T) {
 func TestGradeAbsoluteTarget(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, nil, map[string]string{"a.txt": "a"}, map[string]string{"test.sh": "#!/bin/sh\necho ok 1 - hidden\n", "sub/data.txt": "d"})
-	target := filepath.Join(t.TempDir(), "verifier", "tests")
+	base := t.TempDir()
+	target := filepath.Join(base, "verifier", "tests")
 	g := task.Grade{Command: target + "/test.sh", Format: task.FormatTAP, TestsTarget: target}
+	modes := func() (out []fs.FileMode) {
+		for _, d := range []string{base, filepath.Dir(base), os.TempDir()} {
+			fi, err := os.Stat(d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, fi.Mode())
+		}
+		return out
+	}
+	before := modes()
 	res := f.grade(t, g)
 	if !res.Pass || res.Total != 1 {
 		t.Fatalf("result %+v", res)
+	}
+	// The tests' directories are sealed; nothing above tests_target's
+	// parent is touched.
+	if after := modes(); !slices.Equal(before, after) {
+		t.Fatalf("modes above the tests changed: %v, then %v", before, after)
 	}
 	if data, err := os.ReadFile(filepath.Join(target, "sub/data.txt")); err != nil || string(data) != "d" {
 		t.Fatalf("hidden tests not copied to %s: %v", target, err)

@@ -360,24 +360,52 @@ func (r *gradeRun) placeTests(ctx context.Context) error {
 	return r.sealTests(ctx)
 }
 
-// sealTests gives the hidden tests to root, so that the grade command, run
-// as the machine's user, reads them but cannot change them: the agent's
-// code runs inside it, and bash reads a script as it goes, so code that
-// rewrote the rest of tests/run.sh in place while bash ran it would decide
-// what the run reports.
+// sealTests gives the hidden tests, and the directories that hold them, to
+// root, writable by no one else, so that the grade command, run as the
+// machine's user, reads them but cannot change or replace them: the
+// agent's code runs inside it, bash reads a script as it goes (code that
+// rewrote the rest of tests/run.sh in place while bash ran it decided what
+// the run reported), and a test runner opens one test file after another
+// (code imported by the first could have swapped the next). The
+// workspace's own directory stays the user's: a directory of tests in it
+// can still be renamed away and replaced, a hole left open, for a
+// repository owned by another user breaks git in the tests.
 func (r *gradeRun) sealTests(ctx context.Context) error {
 	if r.g.grade.User == "root" || len(r.g.tests) == 0 {
 		return nil
 	}
-	args := []string{"chown", "root:root", "--"}
+	files := make([]string, 0, len(r.g.tests)+len(r.canaries))
 	for _, t := range r.g.tests {
-		args = append(args, path.Join(r.target, t.Path))
+		files = append(files, path.Join(r.target, t.Path))
 	}
 	for _, c := range r.canaries {
-		args = append(args, c.file)
+		files = append(files, c.file)
+	}
+	var dirs []string
+	seen := map[string]bool{}
+	// Below the workspace, or below tests_target's parent where the tests
+	// go outside it (/tests): never a directory above those.
+	stop := path.Dir(r.target)
+	if _, in := r.rel(r.target); in {
+		stop = r.ws
+	}
+	for _, f := range files {
+		if !strings.HasPrefix(f, stop+"/") {
+			continue
+		}
+		for d := path.Dir(f); d != stop && strings.HasPrefix(d, stop+"/") && !seen[d]; d = path.Dir(d) {
+			seen[d] = true
+			dirs = append(dirs, d)
+		}
 	}
 	u := rootUser
-	return r.helper(ctx, &u, args...)
+	if err := r.helper(ctx, &u, append([]string{"chown", "root:root", "--"}, append(files, dirs...)...)...); err != nil {
+		return err
+	}
+	if len(dirs) == 0 {
+		return nil
+	}
+	return r.helper(ctx, &u, append([]string{"chmod", "go-w", "--"}, dirs...)...)
 }
 
 // ensureDir makes dir exist. Something else in its place (the agent
@@ -466,7 +494,7 @@ func (r *gradeRun) mkdirAll(ctx context.Context, dir string) error {
 
 // helpers are the commands the grader runs, by absolute path: a name
 // would be looked up in a PATH the agent can write to.
-var helpers = map[string]string{"rm": "/bin/rm", "mkdir": "/bin/mkdir", "chown": "/bin/chown", "ln": "/bin/ln"}
+var helpers = map[string]string{"rm": "/bin/rm", "mkdir": "/bin/mkdir", "chown": "/bin/chown", "chmod": "/bin/chmod", "ln": "/bin/ln"}
 
 // helper runs a small command the Sandbox interface has no method for.
 func (r *gradeRun) helper(ctx context.Context, u *sandbox.User, args ...string) error {

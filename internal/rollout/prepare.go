@@ -31,7 +31,7 @@ type Setup struct {
 	Image    *image.Image
 	Persona  *persona.Persona // nil: the built-in developer
 	CacheDir string
-	// Limits are the machine's limits for a task that sets none (as
+	// Limits are the machine's limits where a task leaves one out (as
 	// verisim's --limits default): without them, an agent's fork bomb or
 	// memory hog would reach the host.
 	Limits sandbox.Limits
@@ -67,9 +67,19 @@ func Prepare(ctx context.Context, s Setup, t *task.Task) (_ *Env, retErr error) 
 	if err != nil {
 		return nil, fmt.Errorf("%w: task %s: %w", ErrTask, t.ID, err)
 	}
+	// A limit the task leaves out takes the setup's.
 	limits := t.Limits
-	if t.LimitsS == "" {
-		limits = s.Limits
+	if limits.MemoryBytes == 0 {
+		limits.MemoryBytes = s.Limits.MemoryBytes
+	}
+	if limits.PIDs == 0 {
+		limits.PIDs = s.Limits.PIDs
+	}
+	if limits.CPUs == 0 {
+		limits.CPUs = s.Limits.CPUs
+	}
+	if limits.DiskBytes == 0 {
+		limits.DiskBytes = s.Limits.DiskBytes
 	}
 	spec, err := s.Machines.Spec(ctx, machine.Machine{
 		Image: s.Image, Persona: p, Repo: repo, RepoName: t.Repo.Name, WarmGoCache: usesGo(t, repo), Limits: limits,

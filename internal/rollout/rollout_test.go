@@ -165,6 +165,11 @@ echo "Hi $1"
 		{ToolCalls: []policy.ToolCall{call("run_terminal_cmd", map[string]any{"command": "echo still here"})}},
 		{Content: "done"},
 	},
+	// Code the first hidden test runs replaces the second before it runs.
+	"swap": {
+		{ToolCalls: []policy.ToolCall{call("write_file", map[string]any{"path": "greet.sh", "content": "#!/bin/bash\n{ rm -f tests/check2.sh && printf 'echo \"ok 2 greets again\"\\n' > tests/check2.sh; } 2>/dev/null\necho \"Hi $1\"\n"})}},
+		{Content: "done"},
+	},
 	// A disk left full leaves no room for the hidden tests.
 	"fill": {
 		{ToolCalls: []policy.ToolCall{call("run_terminal_cmd", map[string]any{"command": "dd if=/dev/zero of=fill bs=1M 2>&1 | head -1"})}},
@@ -383,6 +388,33 @@ func TestPidsFilledIsGraded(t *testing.T) {
 	}
 	if o := tr.Turns[1].Observations[0]; !strings.Contains(o.Output, "Resource temporarily unavailable") {
 		t.Errorf("a command at the pids limit: %+v", o)
+	}
+	assertNoSandboxes(t, rt)
+}
+
+// The directories that hold the hidden tests are root's too: code the
+// first test runs cannot replace the next one.
+func TestHiddenTestDirsSealed(t *testing.T) {
+	rt := localtest.Runtime(t)
+	dir := t.TempDir()
+	tk := shellTask(t, dir, "greet")
+	// The second check moves to a script of its own, run after the first.
+	os.WriteFile(filepath.Join(dir, "tests/tests/test_greet.sh"), []byte(`#!/bin/bash
+echo 1..2
+out=$(bash greet.sh Ada)
+[ "$out" = "Hello, Ada!" ] && echo "ok 1 greets" || echo "not ok 1 greets"
+bash tests/check2.sh
+`), 0o644)
+	os.WriteFile(filepath.Join(dir, "tests/tests/check2.sh"), []byte(`out=$(bash greet.sh Bob)
+[ "$out" = "Hello, Bob!" ] && echo "ok 2 greets again" || echo "not ok 2 greets again"
+`), 0o644)
+	tk, err := task.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := runOne(t, rt, tk, "swap")
+	if tr.Status != trajectory.StatusOK || tr.Metadata[MetaTests] != "0/2" {
+		t.Errorf("second test swapped as the first ran: status %q error %q meta %v", tr.Status, tr.Error, tr.Metadata)
 	}
 	assertNoSandboxes(t, rt)
 }
@@ -614,12 +646,12 @@ func TestPassAtK(t *testing.T) {
 
 // TestStopAgentProcesses checks that nothing the agent started survives
 // into grading.
-// A task that sets no limits gets the setup's.
+// A limit the task leaves out takes the setup's.
 func TestDefaultLimits(t *testing.T) {
 	rt := localtest.Runtime(t)
 	s := testSetup(t, rt)
-	s.Limits = sandbox.Limits{PIDs: 77}
-	env, err := Prepare(t.Context(), s, shellTask(t, t.TempDir(), "greet"))
+	s.Limits = sandbox.Limits{PIDs: 77, DiskBytes: 1 << 30}
+	env, err := Prepare(t.Context(), s, shellTaskWith(t, t.TempDir(), "greet", "\nlimits: disk=24m"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -635,6 +667,13 @@ func TestDefaultLimits(t *testing.T) {
 	}
 	if got := strings.TrimSpace(out.String()); got != "78" {
 		t.Errorf("the commands' pids limit: %q, want 78 (77 and the spawner)", got)
+	}
+	out.Reset()
+	if _, err := sb.Run(t.Context(), sandbox.Cmd{Args: []string{"/bin/sh", "-c", "df -k / | awk 'NR==2 {print $2}'"}, Stdout: &out}); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.TrimSpace(out.String()); got != "24576" {
+		t.Errorf("the disk limit: %q KiB, want the task's 24576", got)
 	}
 }
 

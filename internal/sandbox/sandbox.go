@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"syscall"
 	"time"
 )
 
@@ -50,6 +51,10 @@ type Sandbox interface {
 	// It is idempotent.
 	Close(ctx context.Context) error
 }
+
+// MaxRead bounds what ReadFile returns: a file's content comes whole into
+// the host's memory.
+const MaxRead = 256 << 20
 
 // Stopper is a Sandbox that can kill every process it runs without
 // starting one: a sandbox at its pids limit cannot start the command that
@@ -211,7 +216,10 @@ var (
 	// ErrNotRegular: ReadFile reads regular files only (a FIFO would
 	// block, a device such as /dev/zero never end). It is an
 	// fs.ErrInvalid.
-	ErrNotRegular  = fmt.Errorf("not a regular file: %w", fs.ErrInvalid)
+	ErrNotRegular = fmt.Errorf("not a regular file: %w", fs.ErrInvalid)
+	// ErrTooLarge: ReadFile reads at most MaxRead bytes (a sparse file
+	// says it holds a terabyte and costs nothing to make).
+	ErrTooLarge    = fmt.Errorf("file larger than %d MiB: %w", MaxRead>>20, syscall.EFBIG)
 	ErrUnsupported = errors.New("not supported by this backend")
 )
 

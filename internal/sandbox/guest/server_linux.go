@@ -19,6 +19,7 @@ import (
 	"github.com/creack/pty"
 	"golang.org/x/sys/unix"
 
+	"github.com/verisim/verisim/internal/sandbox"
 	"github.com/verisim/verisim/internal/sandbox/proctree"
 	"github.com/verisim/verisim/internal/sandbox/wire"
 )
@@ -234,7 +235,9 @@ func (s *server) handle(nc *os.File) {
 			// The host sends the data before it reads the reply.
 			drain(c)
 		}
-		respondErr(c, wireErr(err))
+		// The init's failure, not the path's: no code the caller would
+		// take for the path's answer.
+		respondErr(c, &wire.Error{Code: wire.CodeInternal, Message: err.Error()})
 	}
 }
 
@@ -736,8 +739,13 @@ func readFile(c *wire.Conn, req *wire.Request) {
 		return
 	}
 	// What the file held when it was opened, at most: one that grows as it
-	// is read (a process appending to it) must not stream without end.
+	// is read (a process appending to it) must not stream without end; and
+	// no more than the host takes (a sparse file can say a terabyte).
 	limit := fi.Size()
+	if limit > sandbox.MaxRead {
+		respondErr(c, &wire.Error{Code: wire.CodeTooLarge, Message: fmt.Sprintf("%s: %v", req.Path, sandbox.ErrTooLarge), Errno: int(syscall.EFBIG)})
+		return
+	}
 	if limit == 0 {
 		limit = maxPseudoRead
 	}

@@ -119,6 +119,8 @@ func toError(e *wire.Error, path string) error {
 		base = unix.ENOSPC
 	case wire.CodeNotRegular:
 		base = sandbox.ErrNotRegular
+	case wire.CodeTooLarge:
+		base = sandbox.ErrTooLarge
 	default:
 		if e.Errno == 0 {
 			return errors.New(e.Message)
@@ -356,7 +358,7 @@ func (o fileOps) ReadFile(ctx context.Context, path string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := make([]byte, 0, resp.Size)
+	out := make([]byte, 0, min(resp.Size, sandbox.MaxRead))
 	for {
 		typ, payload, err := c.Read()
 		if err != nil {
@@ -364,6 +366,9 @@ func (o fileOps) ReadFile(ctx context.Context, path string) ([]byte, error) {
 		}
 		if typ == wire.TypeDataEnd {
 			return out, nil
+		}
+		if len(out)+len(payload) > sandbox.MaxRead {
+			return nil, &fs.PathError{Op: "read", Path: path, Err: sandbox.ErrTooLarge}
 		}
 		out = append(out, payload...)
 	}

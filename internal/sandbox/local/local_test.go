@@ -141,9 +141,6 @@ func TestConformance(t *testing.T) {
 	}
 }
 
-// TestDeepForkChain snapshots and forks past maxDepth, deleting, replacing
-// and recreating files on the way, and checks that the stack is squashed
-// and the last fork sees exactly the state it should.
 // Commands run at OOM score 200, and the children they start, and the
 // init keeps its own; no host process is touched (a pooled init runs its
 // warm-up command before pivot_root, when "/proc" is still the host's and
@@ -193,6 +190,9 @@ func TestCommandOOMScore(t *testing.T) {
 	}
 }
 
+// TestDeepForkChain snapshots and forks past maxDepth, deleting, replacing
+// and recreating files on the way, and checks that the stack is squashed
+// and the last fork sees exactly the state it should.
 func TestDeepForkChain(t *testing.T) {
 	testDeepForkChain(t, testRuntime(t), testSpec(t))
 }

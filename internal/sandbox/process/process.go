@@ -379,6 +379,9 @@ func (b *box) ReadFile(ctx context.Context, path string) ([]byte, error) {
 		return nil, &fs.PathError{Op: "read", Path: path, Err: sandbox.ErrNotRegular}
 	}
 	limit := fi.Size()
+	if limit > sandbox.MaxRead {
+		return nil, &fs.PathError{Op: "read", Path: path, Err: sandbox.ErrTooLarge}
+	}
 	if limit == 0 {
 		limit = 64 << 20
 	}

@@ -215,6 +215,14 @@ func testFiles(t *testing.T, h Harness) {
 			t.Fatalf("ReadFile(%s) did not return", p)
 		}
 	}
+	// A sparse file says it is huge and costs nothing: ReadFile refuses it
+	// rather than fill the host's memory.
+	Sh(t, sb, "truncate -s 1T sparse")
+	for _, files := range []sandbox.Files{sb, sb.As(nil)} {
+		if _, err := files.ReadFile(ctx, filepath.Join(home, "sparse")); !errors.Is(err, sandbox.ErrTooLarge) {
+			t.Errorf("ReadFile of a 1 TiB sparse file: %v, want ErrTooLarge", err)
+		}
+	}
 	// As the sandbox's user, the file operations have its permissions
 	// (where the backend has users), and what they write is its.
 	files := sb.As(nil)

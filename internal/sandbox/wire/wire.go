@@ -131,6 +131,7 @@ const (
 	CodeNoSpace         = "no_space"
 	CodeInvalid         = "invalid"
 	CodeNotRegular      = "not_regular"
+	CodeTooLarge        = "too_large"
 	CodeInternal        = "internal"
 )
 
