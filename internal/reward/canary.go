@@ -97,7 +97,7 @@ func (r *gradeRun) checkCanaries(tests []TestResult) (rest []TestResult, failed 
 		passed, reported := seen[c.name]
 		switch {
 		case !reported:
-			return rest, false, fmt.Sprintf("a test the grader placed to fail (%s) was not reported: the report is not the tests' own", c.name)
+			return rest, false, fmt.Sprintf("a test the grader placed to fail (%s) was not reported: its package did not build or run, or the report is not the tests' own", c.name)
 		case passed:
 			return rest, false, fmt.Sprintf("a test the grader placed to fail (%s) was reported passing: the report is not the tests' own", c.name)
 		}

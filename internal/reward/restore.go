@@ -399,7 +399,8 @@ func (r *gradeRun) sealTests(ctx context.Context) error {
 		}
 	}
 	u := rootUser
-	if err := r.helper(ctx, &u, append([]string{"chown", "root:root", "--"}, append(files, dirs...)...)...); err != nil {
+	// -h: a hidden test that is a symbolic link is sealed, not its target.
+	if err := r.helper(ctx, &u, append([]string{"chown", "-h", "root:root", "--"}, append(files, dirs...)...)...); err != nil {
 		return err
 	}
 	if len(dirs) == 0 {
