@@ -306,6 +306,23 @@ func TestRunEndToEnd(t *testing.T) {
 	assertNoSandboxes(t, rt)
 }
 
+// forkTask prepares tk's machine and forks a sandbox from it; both go when
+// the test ends.
+func forkTask(t *testing.T, rt sandbox.Runtime, s Setup, tk *task.Task) sandbox.Sandbox {
+	t.Helper()
+	env, err := Prepare(t.Context(), s, tk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { env.Release(context.Background()) })
+	sb, err := rt.Fork(t.Context(), env.Snapshot, sandbox.ForkOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sb.Close(context.Background()) })
+	return sb
+}
+
 // runOne runs one episode of behaviour b on tk.
 func runOne(t *testing.T, rt sandbox.Runtime, tk *task.Task, b string) *trajectory.Trajectory {
 	t.Helper()
@@ -644,23 +661,12 @@ func TestPassAtK(t *testing.T) {
 	}
 }
 
-// TestStopAgentProcesses checks that nothing the agent started survives
-// into grading.
 // A limit the task leaves out takes the setup's.
 func TestDefaultLimits(t *testing.T) {
 	rt := localtest.Runtime(t)
 	s := testSetup(t, rt)
 	s.Limits = sandbox.Limits{PIDs: 77, DiskBytes: 1 << 30}
-	env, err := Prepare(t.Context(), s, shellTaskWith(t, t.TempDir(), "greet", "\nlimits: disk=24m"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer env.Release(context.Background())
-	sb, err := rt.Fork(t.Context(), env.Snapshot, sandbox.ForkOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sb.Close(context.Background())
+	sb := forkTask(t, rt, s, shellTaskWith(t, t.TempDir(), "greet", "\nlimits: disk=24m"))
 	var out strings.Builder
 	if _, err := sb.Run(t.Context(), sandbox.Cmd{Args: []string{"/bin/sh", "-c", "cat /sys/fs/cgroup/pids/user.slice/user-*.slice/pids.max"}, Stdout: &out}); err != nil {
 		t.Fatal(err)
@@ -677,19 +683,12 @@ func TestDefaultLimits(t *testing.T) {
 	}
 }
 
+// TestStopAgentProcesses checks that nothing the agent started survives
+// into grading.
 func TestStopAgentProcesses(t *testing.T) {
 	rt := localtest.Runtime(t)
 	s := testSetup(t, rt)
-	env, err := Prepare(t.Context(), s, shellTask(t, t.TempDir(), "greet"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer env.Release(context.Background())
-	sb, err := rt.Fork(t.Context(), env.Snapshot, sandbox.ForkOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sb.Close(context.Background())
+	sb := forkTask(t, rt, s, shellTask(t, t.TempDir(), "greet"))
 	count := func() string {
 		var out strings.Builder
 		if _, err := sb.Run(t.Context(), sandbox.Cmd{Args: []string{"/bin/sh", "-c", "ps -u maya -o pid= | wc -l"}, User: &sandbox.User{}, Stdout: &out}); err != nil {
