@@ -25,14 +25,24 @@ import (
 type canary struct {
 	name string
 	file string // absolute
+	// mustReport: a run that does not report it at all is not the tests'
+	// own either. Go's hidden tests make every package with a canary run;
+	// a Python grade command may name the test modules it runs, and leave
+	// the canary's out.
+	mustReport bool
 }
 
 var goPackageRE = regexp.MustCompile(`(?m)^package\s+([A-Za-z_][A-Za-z0-9_]*)`)
 
 // placeCanaries writes a failing test into each directory that holds
-// hidden Go tests (format go only). They are sealed with the hidden tests.
+// hidden tests of format go, unittest or pytest. They are sealed with the
+// hidden tests.
 func (r *gradeRun) placeCanaries(ctx context.Context) error {
-	if r.g.grade.Format != task.FormatGo {
+	switch r.g.grade.Format {
+	case task.FormatGo:
+	case task.FormatUnittest, task.FormatPytest:
+		return r.placePythonCanaries(ctx)
+	default:
 		return nil
 	}
 	pkgs := map[string]string{} // directory → package clause
@@ -52,9 +62,37 @@ func (r *gradeRun) placeCanaries(ctx context.Context) error {
 		}
 	}
 	for _, dir := range dirs {
-		c := canary{name: "Test" + word(true) + word(true), file: path.Join(dir, word(false)+"_"+word(false)+"_test.go")}
+		c := canary{name: "Test" + word(true) + word(true), file: path.Join(dir, word(false)+"_"+word(false)+"_test.go"), mustReport: true}
 		want, got := word(false), word(false)
 		src := fmt.Sprintf("package %s\n\nimport \"testing\"\n\nfunc %s(t *testing.T) {\n\tif got, want := %q, %q; got != want {\n\t\tt.Errorf(\"got %%q, want %%q\", got, want)\n\t}\n}\n", pkgs[dir], c.name, got, want)
+		if err := r.sb.WriteFile(ctx, c.file, []byte(src), 0o644); err != nil {
+			return fmt.Errorf("write %s: %w", c.file, err)
+		}
+		r.canaries = append(r.canaries, c)
+	}
+	return nil
+}
+
+// placePythonCanaries writes a failing test module beside the hidden test
+// modules, in each directory that holds some: a runner the agent's code
+// patched to pass every test (unittest.TestCase._callTestMethod replaced
+// on import) reports it passing.
+func (r *gradeRun) placePythonCanaries(ctx context.Context) error {
+	seen := map[string]bool{}
+	for _, t := range r.g.tests {
+		base := path.Base(t.Path)
+		if !strings.HasSuffix(base, ".py") || !(strings.HasPrefix(base, "test") || strings.HasSuffix(base, "_test.py")) {
+			continue
+		}
+		dir := path.Dir(path.Join(r.target, t.Path))
+		if seen[dir] {
+			continue
+		}
+		seen[dir] = true
+		method := "test_" + word(false) + "_" + word(false)
+		c := canary{name: method, file: path.Join(dir, "test_"+word(false)+".py")}
+		want, got := word(false), word(false)
+		src := fmt.Sprintf("import unittest\n\n\nclass %sTest(unittest.TestCase):\n    def %s(self):\n        self.assertEqual(%q, %q)\n", word(true), method, got, want)
 		if err := r.sb.WriteFile(ctx, c.file, []byte(src), 0o644); err != nil {
 			return fmt.Errorf("write %s: %w", c.file, err)
 		}
@@ -80,36 +118,43 @@ func word(upper bool) string {
 }
 
 // checkCanaries takes the canaries out of the reported tests, and reports
-// whether each was reported failing. ok is true when there are none.
+// whether any was reported failing (then the run's exit status is that of
+// a failed test run), or, in note, why the report is not the tests' own.
 func (r *gradeRun) checkCanaries(tests []TestResult) (rest []TestResult, failed bool, note string) {
 	if len(r.canaries) == 0 {
 		return tests, false, ""
 	}
-	seen := map[string]bool{} // name → passed
+	seen := map[string]bool{} // canary name → reported passing
 	for _, t := range tests {
-		if r.isCanary(t.Name) {
-			seen[t.Name] = seen[t.Name] || t.Passed
+		if c, ok := r.canaryOf(t.Name); ok {
+			seen[c] = seen[c] || t.Passed
 			continue
 		}
 		rest = append(rest, t)
 	}
+	failed = false
 	for _, c := range r.canaries {
 		passed, reported := seen[c.name]
 		switch {
-		case !reported:
+		case !reported && c.mustReport:
 			return rest, false, fmt.Sprintf("a test the grader placed to fail (%s) was not reported: its package did not build or run, or the report is not the tests' own", c.name)
 		case passed:
 			return rest, false, fmt.Sprintf("a test the grader placed to fail (%s) was reported passing: the report is not the tests' own", c.name)
+		case reported:
+			failed = true
 		}
 	}
-	return rest, true, ""
+	return rest, failed, ""
 }
 
-func (r *gradeRun) isCanary(name string) bool {
+// canaryOf reports the canary a reported test name is: Go's by name,
+// Python's by the method, at the end of a dotted (unittest) or :: (pytest)
+// id.
+func (r *gradeRun) canaryOf(name string) (string, bool) {
 	for _, c := range r.canaries {
-		if name == c.name {
-			return true
+		if name == c.name || strings.HasSuffix(name, "."+c.name) || strings.HasSuffix(name, "::"+c.name) {
+			return c.name, true
 		}
 	}
-	return false
+	return "", false
 }

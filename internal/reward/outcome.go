@@ -62,7 +62,8 @@ func (r *gradeRun) command(ctx context.Context) (*Result, error) {
 			notes = append(notes, note)
 		}
 		if canariesFailed {
-			// The canaries' failures make go test exit 1, and must.
+			// A canary's failure makes the runner exit 1 (go test, unittest,
+			// pytest), and must.
 			exitOK = st.Code == 1
 			if st.Code == 0 {
 				forged = true
