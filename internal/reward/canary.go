@@ -5,18 +5,18 @@ import (
 	"crypto/rand"
 	"fmt"
 	"path"
-	"regexp"
 	"strings"
 
+	"github.com/verisim/verisim/internal/lazyregexp"
 	"github.com/verisim/verisim/internal/task"
 )
 
 // Canaries: the agent's code runs inside the test process, where it can
 // print a report of its own ("--- PASS: TestX" for every test it finds,
 // then exit 0 before any runs) or stop the tests from failing. So the
-// grader puts, beside the hidden tests of each Go package, one more test
-// that fails, under a name and with a body no different from an ordinary
-// test's. A run whose report does not show it failed did not run the
+// grader puts, beside the hidden tests of each Go package and of each
+// directory of Python test modules, one more test that fails, under a name
+// and with a body no different from an ordinary test's. A run whose report does not show it failed did not run the
 // tests as written: the grade fails, with a note. A run that shows it
 // failed is graded on the other tests, and the non-zero exit it causes is
 // expected.
@@ -32,7 +32,7 @@ type canary struct {
 	mustReport bool
 }
 
-var goPackageRE = regexp.MustCompile(`(?m)^package\s+([A-Za-z_][A-Za-z0-9_]*)`)
+var goPackageRE = lazyregexp.New(`(?m)^package\s+([A-Za-z_][A-Za-z0-9_]*)`)
 
 // placeCanaries writes a failing test into each directory that holds
 // hidden tests of format go, unittest or pytest. They are sealed with the
