@@ -122,6 +122,10 @@ func (w *sandboxWorkspace) Remove(ctx context.Context, p string) error {
 func (w *sandboxWorkspace) command(ctx context.Context, args ...string) error {
 	out := &capture{headMax: 4 << 10}
 	st, err := w.sb.Run(ctx, sandbox.Cmd{Args: args, Dir: "/", Stdout: out, Stderr: out, Timeout: time.Minute})
+	if errors.Is(err, syscall.EAGAIN) {
+		// The model's processes hold the pids limit (see Run).
+		return &fs.PathError{Op: args[0], Path: args[len(args)-1], Err: syscall.EAGAIN}
+	}
 	if err != nil {
 		return fmt.Errorf("%s in sandbox %s: %w", args[0], w.sb.ID(), err)
 	}

@@ -1,8 +1,11 @@
 package harness
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/verisim/verisim/internal/policy"
@@ -105,4 +108,38 @@ func FuzzToolArgs(f *testing.F) {
 			}
 		}
 	})
+}
+
+// noFork is a sandbox that cannot start a command: its processes hold the
+// pids limit (the error the local backend returns then).
+type noFork struct{ sandbox.Sandbox }
+
+func (noFork) Run(context.Context, sandbox.Cmd) (sandbox.ExitStatus, error) {
+	return sandbox.ExitStatus{}, fmt.Errorf("start /bin/sh: %w", syscall.EAGAIN)
+}
+
+// TestRunCannotFork: a command that cannot be started is the model's
+// answer, as in a terminal, not a failure of the machine.
+func TestRunCannotFork(t *testing.T) {
+	rt, err := process.New(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb, err := rt.Create(t.Context(), sandbox.Spec{Env: []string{"PATH=/usr/bin:/bin"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sb.Close(t.Context()) })
+	ws := SandboxWorkspace(noFork{sb}, t.TempDir())
+	reg, err := NewRegistry(DefaultTools()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := CallAll(t.Context(), ws, reg, []policy.ToolCall{{ID: "1", Name: "run_terminal_cmd", Arguments: `{"command":"true"}`}})
+	if err != nil {
+		t.Fatalf("run_terminal_cmd when no process can start: %v", err)
+	}
+	if !strings.Contains(res[0].Output, "fork: Resource temporarily unavailable") || !strings.Contains(res[0].Output, "[exit code: 2]") {
+		t.Errorf("result %+v", res[0])
+	}
 }

@@ -92,6 +92,9 @@ func isModelError(err error) bool {
 		syscall.EISDIR, syscall.ENOTDIR, syscall.ENOTEMPTY, syscall.ENAMETOOLONG, syscall.ELOOP,
 		syscall.EROFS, syscall.EFBIG, syscall.ENOSPC, syscall.EDQUOT, syscall.ETXTBSY, syscall.EMLINK,
 		syscall.EXDEV, syscall.EBUSY, syscall.ENXIO, syscall.ENODEV,
+		// No process could be started for the operation: the model's own
+		// hold the sandbox's pids limit.
+		syscall.EAGAIN,
 	} {
 		if errors.Is(err, target) {
 			return true

@@ -161,7 +161,8 @@ echo "Hi $1"
 	// Processes that keep the sandbox at its pids limit: no command can
 	// start, not even the one that would kill them.
 	"pidfill": {
-		{ToolCalls: []policy.ToolCall{call("run_terminal_cmd", map[string]any{"command": "nohup python3 -c 'import os, time\nwhile True:\n  try:\n    if os.fork() == 0:\n      time.sleep(1000)\n      os._exit(0)\n  except OSError:\n    time.sleep(0.0005)\n' >/dev/null 2>&1 & sleep 1"})}},
+		// The loop marks the limit reached; the shell waits for the mark.
+		{ToolCalls: []policy.ToolCall{call("run_terminal_cmd", map[string]any{"command": "nohup python3 -c 'import os, time\nwhile True:\n  try:\n    if os.fork() == 0:\n      time.sleep(1000)\n      os._exit(0)\n  except OSError:\n    open(\"/tmp/.full\", \"w\").close()\n    time.sleep(0.0005)\n' >/dev/null 2>&1 & while [ ! -e /tmp/.full ]; do sleep 0.1 2>/dev/null; done"})}},
 		{ToolCalls: []policy.ToolCall{call("run_terminal_cmd", map[string]any{"command": "echo still here"})}},
 		{Content: "done"},
 	},
@@ -395,16 +396,15 @@ func TestWorkspaceRemovedIsGraded(t *testing.T) {
 	assertNoSandboxes(t, rt)
 }
 
-// An agent that fills its pids limit fails its episode: its next command
-// is told it cannot fork, and the grader still runs.
+// An agent that fills its pids limit fails its episode: the grader still
+// runs (a command at the limit is told it cannot fork: harness
+// TestRunCannotFork; whether the next command here finds the limit full
+// depends on when the fork loop's retry wins a freed slot).
 func TestPidsFilledIsGraded(t *testing.T) {
 	rt := localtest.Runtime(t)
 	tr := runOne(t, rt, shellTaskWith(t, t.TempDir(), "greet", "\nlimits: pids=64"), "pidfill")
 	if tr.Status != trajectory.StatusOK || tr.Reward > 0 || tr.Metadata[MetaPass] != "false" {
 		t.Fatalf("status %q error %q reward %v meta %v", tr.Status, tr.Error, tr.Reward, tr.Metadata)
-	}
-	if o := tr.Turns[1].Observations[0]; !strings.Contains(o.Output, "Resource temporarily unavailable") {
-		t.Errorf("a command at the pids limit: %+v", o)
 	}
 	assertNoSandboxes(t, rt)
 }
