@@ -366,16 +366,13 @@ func wireErr(err error) *wire.Error {
 		code = wire.CodeIsDir
 	case errors.Is(err, syscall.ENOSPC):
 		code = wire.CodeNoSpace
-	case errors.Is(err, errNotRegular):
+	case errors.Is(err, sandbox.ErrNotRegular):
 		code = wire.CodeNotRegular
+	case errors.Is(err, sandbox.ErrTooLarge):
+		code = wire.CodeTooLarge
 	}
 	return &wire.Error{Code: code, Message: err.Error(), Errno: int(errno)}
 }
-
-// errNotRegular refuses to read what is not a regular file: a FIFO would
-// block the read until someone writes, a device (/dev/zero) would never
-// end.
-var errNotRegular = errors.New("not a regular file")
 
 // lookPath finds a command the way a shell would with the command's PATH.
 func lookPath(name string, env []string, dir string) (string, error) {
@@ -713,13 +710,8 @@ func openPTY(uid uint32, ws *wire.WinSize) (ptm, pts *os.File, err error) {
 	return ptm, pts, nil
 }
 
-// maxPseudoRead bounds a read of a file that says it is empty: /proc and
-// /sys files have content but no size.
-const maxPseudoRead = 64 << 20
-
 func readFile(c *wire.Conn, req *wire.Request) {
-	// Non-blocking: opening a FIFO must not wait for a writer.
-	f, err := os.OpenFile(req.Path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
+	f, limit, err := sandbox.OpenRegular(req.Path)
 	if err != nil {
 		respondErr(c, wireErr(err))
 		return
@@ -729,25 +721,6 @@ func readFile(c *wire.Conn, req *wire.Request) {
 	if err != nil {
 		respondErr(c, wireErr(err))
 		return
-	}
-	switch {
-	case fi.IsDir():
-		respondErr(c, &wire.Error{Code: wire.CodeIsDir, Message: req.Path + " is a directory", Errno: int(syscall.EISDIR)})
-		return
-	case !fi.Mode().IsRegular():
-		respondErr(c, wireErr(fmt.Errorf("%s: %w", req.Path, errNotRegular)))
-		return
-	}
-	// What the file held when it was opened, at most: one that grows as it
-	// is read (a process appending to it) must not stream without end; and
-	// no more than the host takes (a sparse file can say a terabyte).
-	limit := fi.Size()
-	if limit > sandbox.MaxRead {
-		respondErr(c, &wire.Error{Code: wire.CodeTooLarge, Message: fmt.Sprintf("%s: %v", req.Path, sandbox.ErrTooLarge), Errno: int(syscall.EFBIG)})
-		return
-	}
-	if limit == 0 {
-		limit = maxPseudoRead
 	}
 	if err := c.WriteJSON(wire.TypeResponse, wire.Response{Size: fi.Size()}); err != nil {
 		return

@@ -356,35 +356,17 @@ func (b *box) check() error {
 // own, and its file operations act as the host's user whatever u.
 func (b *box) As(*sandbox.User) sandbox.Files { return b }
 
-// ReadFile implements sandbox.Sandbox: regular files only (a FIFO would
-// block, /dev/zero never end), and no more than the file held when opened
-// (64 MiB for one that says it is empty, as /proc files do).
+// ReadFile implements sandbox.Sandbox, reading what sandbox.OpenRegular
+// allows.
 func (b *box) ReadFile(ctx context.Context, path string) ([]byte, error) {
 	if err := b.check(); err != nil {
 		return nil, err
 	}
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
+	f, limit, err := sandbox.OpenRegular(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	switch {
-	case fi.IsDir():
-		return nil, &fs.PathError{Op: "read", Path: path, Err: syscall.EISDIR}
-	case !fi.Mode().IsRegular():
-		return nil, &fs.PathError{Op: "read", Path: path, Err: sandbox.ErrNotRegular}
-	}
-	limit := fi.Size()
-	if limit > sandbox.MaxRead {
-		return nil, &fs.PathError{Op: "read", Path: path, Err: sandbox.ErrTooLarge}
-	}
-	if limit == 0 {
-		limit = 64 << 20
-	}
 	return io.ReadAll(io.LimitReader(f, limit))
 }
 
