@@ -307,6 +307,16 @@ func TestRunEndToEnd(t *testing.T) {
 	assertNoSandboxes(t, rt)
 }
 
+// assertGradedFailure wants tr graded, and failed: what the agent did to
+// its machine is not an infrastructure failure, which would run the episode
+// again.
+func assertGradedFailure(t *testing.T, tr *trajectory.Trajectory, what string) {
+	t.Helper()
+	if tr.Status != trajectory.StatusOK || tr.Reward > 0 || tr.Metadata[MetaPass] != "false" {
+		t.Fatalf("%s: status %q error %q reward %v meta %v, want a graded failure", what, tr.Status, tr.Error, tr.Reward, tr.Metadata)
+	}
+}
+
 // forkTask prepares tk's machine and forks a sandbox from it; both go when
 // the test ends.
 func forkTask(t *testing.T, rt sandbox.Runtime, s Setup, tk *task.Task) sandbox.Sandbox {
@@ -348,9 +358,7 @@ func runOne(t *testing.T, rt sandbox.Runtime, tk *task.Task, b string) *trajecto
 func TestHiddenTestsSealed(t *testing.T) {
 	rt := localtest.Runtime(t)
 	tr := runOne(t, rt, shellTask(t, t.TempDir(), "greet"), "rewrite")
-	if tr.Status != trajectory.StatusOK || tr.Reward > 0 || tr.Metadata[MetaPass] != "false" {
-		t.Errorf("test rewritten as it ran: status %q error %q reward %v meta %v", tr.Status, tr.Error, tr.Reward, tr.Metadata)
-	}
+	assertGradedFailure(t, tr, "test rewritten as it ran")
 	assertNoSandboxes(t, rt)
 }
 
@@ -382,17 +390,13 @@ func TestFileToolsAsUser(t *testing.T) {
 func TestWorkspaceRemovedIsGraded(t *testing.T) {
 	rt := localtest.Runtime(t)
 	tr := runOne(t, rt, shellTask(t, t.TempDir(), "greet"), "rmws")
-	if tr.Status != trajectory.StatusOK || tr.Reward > 0 || tr.Metadata[MetaPass] != "false" {
-		t.Fatalf("status %q error %q reward %v meta %v", tr.Status, tr.Error, tr.Reward, tr.Metadata)
-	}
+	assertGradedFailure(t, tr, "workspace removed")
 	if o := tr.Turns[1].Observations[0]; !strings.Contains(o.Error+o.Output, "no such file or directory") {
 		t.Errorf("a command after the workspace went: %+v", o)
 	}
 	// A link loop where the tests go is removed, recorded, and graded.
 	tr = runOne(t, rt, shellTask(t, t.TempDir(), "greet"), "looptests")
-	if tr.Status != trajectory.StatusOK || tr.Reward > 0 || tr.Metadata[MetaPass] != "false" {
-		t.Fatalf("tests made a link loop: status %q error %q reward %v meta %v", tr.Status, tr.Error, tr.Reward, tr.Metadata)
-	}
+	assertGradedFailure(t, tr, "tests made a link loop")
 	assertNoSandboxes(t, rt)
 }
 
@@ -403,9 +407,7 @@ func TestWorkspaceRemovedIsGraded(t *testing.T) {
 func TestPidsFilledIsGraded(t *testing.T) {
 	rt := localtest.Runtime(t)
 	tr := runOne(t, rt, shellTaskWith(t, t.TempDir(), "greet", "\nlimits: pids=64"), "pidfill")
-	if tr.Status != trajectory.StatusOK || tr.Reward > 0 || tr.Metadata[MetaPass] != "false" {
-		t.Fatalf("status %q error %q reward %v meta %v", tr.Status, tr.Error, tr.Reward, tr.Metadata)
-	}
+	assertGradedFailure(t, tr, "pids limit held")
 	assertNoSandboxes(t, rt)
 }
 
@@ -414,17 +416,22 @@ func TestPidsFilledIsGraded(t *testing.T) {
 func TestHiddenTestDirsSealed(t *testing.T) {
 	rt := localtest.Runtime(t)
 	dir := t.TempDir()
-	tk := shellTask(t, dir, "greet")
+	shellTask(t, dir, "greet")
 	// The second check moves to a script of its own, run after the first.
-	os.WriteFile(filepath.Join(dir, "tests/tests/test_greet.sh"), []byte(`#!/bin/bash
+	mustWrite := func(p, data string) {
+		if err := os.WriteFile(filepath.Join(dir, p), []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mustWrite("tests/tests/test_greet.sh", `#!/bin/bash
 echo 1..2
 out=$(bash greet.sh Ada)
 [ "$out" = "Hello, Ada!" ] && echo "ok 1 greets" || echo "not ok 1 greets"
 bash tests/check2.sh
-`), 0o644)
-	os.WriteFile(filepath.Join(dir, "tests/tests/check2.sh"), []byte(`out=$(bash greet.sh Bob)
+`)
+	mustWrite("tests/tests/check2.sh", `out=$(bash greet.sh Bob)
 [ "$out" = "Hello, Bob!" ] && echo "ok 2 greets again" || echo "not ok 2 greets again"
-`), 0o644)
+`)
 	tk, err := task.Load(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -441,9 +448,7 @@ bash tests/check2.sh
 func TestFullDiskIsGraded(t *testing.T) {
 	rt := localtest.Runtime(t)
 	tr := runOne(t, rt, shellTaskWith(t, t.TempDir(), "greet", "\nlimits: disk=24m"), "fill")
-	if tr.Status != trajectory.StatusOK || tr.Reward > 0 || tr.Metadata[MetaPass] != "false" {
-		t.Errorf("full disk: status %q error %q reward %v meta %v", tr.Status, tr.Error, tr.Reward, tr.Metadata)
-	}
+	assertGradedFailure(t, tr, "full disk")
 	if out := tr.Turns[0].Observations; len(out) == 0 || !strings.Contains(out[0].Output, "No space left") {
 		t.Errorf("the agent's dd did not fill the disk: %+v", out)
 	}
